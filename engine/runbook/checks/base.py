@@ -1,0 +1,135 @@
+"""What every check module provides, and the helpers checks share on the node.
+
+A check module is imported inside the probe, on the node, by whatever Python
+the node runs (often the training environment's). So this file and every check
+module import only the standard library at module level; heavy libraries
+(pynvml, torch, ray) are imported inside `run`, when a check needs them.
+
+A check module defines, at module level:
+
+    NAME: str                       the type name used in runbooks (`check: {type: NAME}`)
+    SUMMARY: dict[str, str]         {"en": ..., "zh": ...} one line on what it checks
+    PARAMS: dict                    JSON Schema (type: object) for its `with:` parameters
+    RESULT_FIELDS: dict[str, dict]  field -> {"type": json-type, "en": ..., "zh": ...}
+    DEFAULT_TIMEOUT: float          seconds, when the step gives no `timeout:`
+    def run(params: dict, ctx: CheckContext) -> dict
+
+`run` returns a JSON-serialisable dict whose keys are documented in
+RESULT_FIELDS. It never prints. A failure the check can describe (tool
+missing, permission denied, a command that hung) is a field of the result,
+not an exception: `available: false` + `reason`, or `timed_out: true`.
+An exception escaping `run` becomes a check error for that node.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# Fields the probe adds to every result, so trees can always branch on them.
+COMMON_RESULT_FIELDS: dict[str, dict[str, str]] = {
+    "timed_out": {
+        "type": "boolean",
+        "en": "The check ran past its timeout and was killed (a hang is a finding)",
+        "zh": "检查超过超时时间被终止（卡住本身就是一个发现）",
+    },
+}
+
+
+class CheckModule(Protocol):
+    NAME: str
+    SUMMARY: dict[str, str]
+    PARAMS: dict[str, Any]
+    RESULT_FIELDS: dict[str, dict[str, str]]
+    DEFAULT_TIMEOUT: float
+
+    def run(self, params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]: ...
+
+
+@dataclass
+class CommandOutcome:
+    """What a command did: exit code, output, and whether it had to be killed."""
+
+    argv: list[str]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_s: float
+    not_found: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "argv": self.argv,
+            "exit_code": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "duration_s": round(self.duration_s, 3),
+            "not_found": self.not_found,
+        }
+
+
+@dataclass
+class CheckContext:
+    """Per-check facilities on the node: the deadline and a safe way to run commands."""
+
+    deadline: float  # time.monotonic() value after which the check must have returned
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def remaining(self, margin: float = 0.25) -> float:
+        """Seconds left before the deadline, keeping `margin` to report back."""
+        return max(0.05, self.deadline - time.monotonic() - margin)
+
+    def run_command(
+        self, argv: list[str] | str, timeout: float | None = None, shell: bool = False,
+        max_output: int = 256_000,
+    ) -> CommandOutcome:
+        """Run a command in its own process group; kill the whole group on timeout.
+
+        Never raises for a missing program or a hang: both are outcomes.
+        """
+        limit = self.remaining() if timeout is None else min(timeout, self.remaining())
+        shown = [argv] if isinstance(argv, str) else list(argv)
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv, shell=shell, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self.env, start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            return CommandOutcome(shown, None, "", str(exc), False, 0.0, not_found=True)
+        try:
+            out, err = proc.communicate(timeout=limit)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            kill_process_group(proc.pid)
+            # A process stuck in the kernel (D state) may not die at once; don't wait forever.
+            try:
+                out, err = proc.communicate(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                out, err = b"", b""
+            timed_out = True
+        return CommandOutcome(
+            shown, None if timed_out else proc.returncode,
+            out[:max_output].decode("utf-8", "replace"),
+            err[:max_output].decode("utf-8", "replace"),
+            timed_out, time.monotonic() - start,
+        )
+
+
+def kill_process_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid`, ignoring a group that is already gone."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def unavailable(reason: str, **fields: Any) -> dict[str, Any]:
+    """The result of a check whose tool or library is missing on this node."""
+    return {"available": False, "reason": reason, **fields}

@@ -1,0 +1,9 @@
+import argparse
+
+from runbook.cli.common_args import add_format, add_lang
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", help="runbook id (see `runbook list`)")
+    add_format(parser)
+    add_lang(parser)

@@ -1,0 +1,57 @@
+"""The probe: the code that runs ON a node.
+
+It reads one JSON request on stdin, runs one check, and prints one JSON answer
+on stdout. Standard library only at import time, so it runs in any Python 3.8+
+that a node has, the training environment's included. The same probe serves
+the local, SSH and Ray transports.
+
+Request:  {"check": "gpu", "with": {...}, "timeout": 5.0}
+Answer:   {"probe": "runbook-probe/1", "result": {...}, "duration_s": 0.12}
+      or  {"probe": "runbook-probe/1", "error": "one line", "duration_s": 0.01}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from typing import Any
+
+PROBE_PROTOCOL = "runbook-probe/1"
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    """Run the check a request names and wrap its result (or its error) in an answer."""
+    from runbook.checks import CHECK_TYPES, load_check
+    from runbook.checks.base import CheckContext
+
+    start = time.monotonic()
+    answer: dict[str, Any] = {"probe": PROBE_PROTOCOL}
+    name = request.get("check")
+    if name not in CHECK_TYPES:
+        answer["error"] = f"unknown check type {name!r} (this node's probe knows {sorted(CHECK_TYPES)})"
+        return answer
+    timeout = float(request.get("timeout") or 10.0)
+    ctx = CheckContext(deadline=start + timeout)
+    try:
+        result = load_check(name).run(dict(request.get("with") or {}), ctx)
+        result.setdefault("timed_out", False)
+        answer["result"] = result
+    except Exception as exc:  # a check bug on one node must not lose the others
+        answer["error"] = f"{type(exc).__name__}: {exc}"
+        answer["traceback"] = traceback.format_exc(limit=8)
+    answer["duration_s"] = round(time.monotonic() - start, 4)
+    return answer
+
+
+def main() -> int:
+    try:
+        request = json.loads(sys.stdin.read() or "{}")
+    except ValueError as exc:
+        print(json.dumps({"probe": PROBE_PROTOCOL, "error": f"bad request: {exc}"}))
+        return 2
+    answer = handle(request)
+    sys.stdout.write(json.dumps(answer, default=str))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from runbook.probe import main
+
+sys.exit(main())

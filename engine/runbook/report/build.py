@@ -1,0 +1,72 @@
+"""Build the `runbook-report/v1` document from a walk's outcomes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from runbook.model import Runbook
+from runbook.walk import CONCLUDED, NodeOutcome
+
+SCHEMA = "runbook-report/v1"
+PROBLEM_SEVERITIES = ("warning", "critical")
+
+
+def exit_code(nodes: list[dict[str, Any]]) -> int:
+    """0 nothing found; 1 a warning/critical conclusion; 3 a node undiagnosed and no problem."""
+    if any((n.get("conclusion") or {}).get("severity") in PROBLEM_SEVERITIES for n in nodes):
+        return 1
+    if any(n["status"] != CONCLUDED for n in nodes):
+        return 3
+    return 0
+
+
+def node_entry(outcome: NodeOutcome, lang: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"node": outcome.node.name, "status": outcome.status,
+                             "path": list(outcome.path)}
+    if outcome.conclusion is not None:
+        c, rb = outcome.conclusion, outcome.conclusion_runbook
+        entry["conclusion"] = {
+            "id": c.id,
+            "runbook": rb.id if rb else None,
+            "severity": c.severity, "taxonomy": list(c.taxonomy), "title": c.title.get(lang),
+            "explanation": c.explanation.get(lang),
+            "fixes": [{"title": f.title.get(lang), "body": f.body.get(lang) if f.body else None,
+                       "run": cmd, "effect": f.effect}
+                      for f, cmd in zip(c.fixes, outcome.fix_commands or [f.run for f in c.fixes])],
+            "see_also": list(c.see_also),
+        }
+    else:
+        entry["conclusion"] = None
+    if outcome.reason:
+        entry["reason"] = outcome.reason
+    entry["evidence"] = [
+        {"step": e.step, "check": e.check, "result": e.result, "duration_s": e.duration_s,
+         "goto": e.goto, "when": e.when, "decided_by": e.decided_by,
+         **({"notes": e.notes} if e.notes else {})}
+        for e in outcome.evidence
+    ]
+    return entry
+
+
+def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
+                 duration_s: float, lang: str, params: dict[str, Any]) -> dict[str, Any]:
+    nodes = [node_entry(o, lang) for o in outcomes]
+    by_conclusion: dict[str, list[str]] = defaultdict(list)
+    by_status: dict[str, list[str]] = defaultdict(list)
+    for n in nodes:
+        if n["conclusion"]:
+            by_conclusion[n["conclusion"]["id"]].append(n["node"])
+        by_status[n["status"]].append(n["node"])
+    return {
+        "schema": SCHEMA,
+        "runbook": {"id": runbook.id, "version": runbook.version, "digest": runbook.digest,
+                    "title": runbook.title.get(lang)},
+        "started_at": started_at,
+        "duration_s": round(duration_s, 3),
+        "lang": lang,
+        "params": params,
+        "nodes": nodes,
+        "summary": {"exit_code": exit_code(nodes), "by_conclusion": dict(by_conclusion),
+                    "by_status": dict(by_status)},
+    }

@@ -1,0 +1,148 @@
+"""`--format text`: live progress per node on stderr, then nodes grouped by conclusion."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from typing import Any, TextIO
+
+from runbook.textwidth import pad
+
+UI = {
+    "en": {
+        "node": "node", "nodes": "nodes", "path": "Path", "conclusion": "Conclusion",
+        "fixes": "Fixes", "reason": "Reason", "summary": "Summary", "when": "when",
+        "default": "no branch matched: default", "see_also": "See also",
+        "exit": {0: "no problem found", 1: "a problem was found", 3: "some nodes could not be "
+                 "diagnosed"},
+        "status": {"concluded": "concluded", "unreachable": "unreachable", "timeout": "timed out",
+                   "error": "error"},
+    },
+    "zh": {
+        "node": "节点", "nodes": "个节点", "path": "诊断路径", "conclusion": "结论",
+        "fixes": "修复方法", "reason": "原因", "summary": "汇总", "when": "条件",
+        "default": "没有分支匹配：默认", "see_also": "另见",
+        "exit": {0: "未发现问题", 1: "发现问题", 3: "部分节点无法诊断"},
+        "status": {"concluded": "已得出结论", "unreachable": "无法连接", "timeout": "超时",
+                   "error": "出错"},
+    },
+}
+MARK = {"ok": "✔", "info": "ℹ", "warning": "▲", "critical": "✖"}
+COLOR = {"ok": "32", "info": "36", "warning": "33", "critical": "31"}
+
+
+class TextReporter:
+    def __init__(self, lang: str = "en", progress: TextIO | None = None,
+                 color: bool = False, **_: Any) -> None:
+        self.lang, self.progress, self.color = lang, progress, color
+        self.ui = UI[lang]
+
+    # -- live progress --
+
+    def on_step(self, outcome: Any, evidence: Any) -> None:
+        if self.progress is None:
+            return
+        flag = " ⏱" if evidence.result.get("timed_out") else ""
+        print(f"  {pad(outcome.node.name, 16)} {evidence.step} ({evidence.check}, "
+              f"{evidence.duration_s:.2f}s){flag} → {evidence.goto or '·'}", file=self.progress)
+
+    def on_node_done(self, outcome: Any) -> None:
+        if self.progress is None:
+            return
+        what = outcome.conclusion.id if outcome.conclusion else outcome.status
+        print(f"  {pad(outcome.node.name, 16)} ■ {what}", file=self.progress)
+
+    # -- final report --
+
+    def _paint(self, text: str, severity: str) -> str:
+        return f"\x1b[{COLOR.get(severity, '0')}m{text}\x1b[0m" if self.color else text
+
+    def render(self, report: dict[str, Any]) -> str:
+        rb = report["runbook"]
+        lines = [f"runbook {rb['id']} {rb['version']} · {rb['title']} · "
+                 f"{len(report['nodes'])} {self.ui['nodes'] if self.lang == 'zh' else 'node(s)'}"
+                 f" · {report['duration_s']:.2f}s", ""]
+        for group in _groups(report["nodes"]):
+            lines.extend(self._group(group))
+            lines.append("")
+        lines.extend(self._summary(report))
+        return "\n".join(lines) + "\n"
+
+    def _group(self, nodes: list[dict[str, Any]]) -> list[str]:
+        first = nodes[0]
+        names = ", ".join(n["node"] for n in nodes)
+        c = first.get("conclusion")
+        severity = c["severity"] if c else "critical"
+        head = (f"{MARK[severity]} {c['title']}  [{c['severity']} · {', '.join(c['taxonomy']) or '-'}]"
+                if c else f"✖ {self.ui['status'].get(first['status'], first['status'])}")
+        out = [self._paint(f"{names}: {head}", severity)]
+        out.append(f"  {self.ui['path']}:")
+        for i, ev in enumerate(first["evidence"], 1):
+            timed = " ⏱ timed out" if ev["result"].get("timed_out") else ""
+            out.append(f"    {i}. {ev['step']} ({ev['check']}, {ev['duration_s']:.2f}s){timed}"
+                       f" → {ev['goto'] or '·'}")
+            out.append(f"       {self._decision(ev)}")
+        if first.get("reason"):
+            out.append(f"  {self.ui['reason']}: {first['reason']}")
+        if c:
+            out.append(f"  {self.ui['conclusion']}: {c['id']}")
+            out.extend("    " + line for line in _wrap(c["explanation"]))
+            if c["fixes"]:
+                out.append(f"  {self.ui['fixes']}:")
+            for i, fix in enumerate(c["fixes"], 1):
+                out.append(f"    {i}. {fix['title']}  [{fix['effect']}]")
+                if fix.get("body"):
+                    out.extend("       " + line for line in _wrap(fix["body"], 86))
+                if fix.get("run"):
+                    out.extend(f"       $ {line}" for line in fix["run"].strip().splitlines())
+            if c.get("see_also"):
+                out.append(f"  {self.ui['see_also']}: {', '.join(c['see_also'])}")
+        return out
+
+    def _decision(self, ev: dict[str, Any]) -> str:
+        if ev.get("when") is None:
+            shown = self.ui["default"]
+        else:
+            shown = f"{self.ui['when']} {ev['when']}"
+        values = ", ".join(f"{k}={_value(v)}" for k, v in ev.get("decided_by", {}).items())
+        return shown + (f"  ·  {values}" if values else "")
+
+    def _summary(self, report: dict[str, Any]) -> list[str]:
+        out = [f"{self.ui['summary']}:"]
+        rows: list[tuple[str, str, str]] = []
+        for n in report["nodes"]:
+            c = n.get("conclusion")
+            rows.append((n["node"], c["id"] if c else self.ui["status"].get(n["status"], ""),
+                         c["severity"] if c else n["status"]))
+        width = max((len(r[0]) for r in rows), default=4) + 2
+        for name, what, sev in rows:
+            out.append(f"  {pad(name, width)}{pad(what, 34)}{sev}")
+        code = report["summary"]["exit_code"]
+        out.append(f"exit {code}: {self.ui['exit'][code]}")
+        return out
+
+
+def _groups(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Nodes that reached the same end by the same path are shown once."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for n in nodes:
+        key = json.dumps([n["status"], (n.get("conclusion") or {}).get("id"), n["path"],
+                          n.get("reason")])
+        groups.setdefault(key, []).append(n)
+    return list(groups.values())
+
+
+def _wrap(markdown: str, width: int = 88) -> list[str]:
+    out: list[str] = []
+    for para in markdown.strip().splitlines():
+        out.extend(textwrap.wrap(para, width) or [""])
+    return out
+
+
+def _value(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def is_tty(stream: TextIO = sys.stdout) -> bool:
+    return hasattr(stream, "isatty") and stream.isatty()

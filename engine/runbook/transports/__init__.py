@@ -1,0 +1,49 @@
+"""Transports get a probe request to a node and a JSON answer back, with a hard timeout.
+
+Each one is named by import string and imported only when used, so the SSH and
+Ray libraries load only for runs that need them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+TRANSPORTS: dict[str, str] = {
+    "local": "runbook.transports.local:LocalTransport",
+}
+
+
+@dataclass
+class Node:
+    """One machine to diagnose, and how to reach it."""
+
+    name: str
+    transport: str = "local"
+    vars: dict[str, Any] = field(default_factory=dict)  # python, user, port, params ...
+
+
+@dataclass
+class ProbeAnswer:
+    """What came back from one node for one check.
+
+    status: `ok` (a result; `result.timed_out` may be true: a hang is a finding),
+    `unreachable` (no connection), or `error` (the probe or the check failed).
+    """
+
+    status: str
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+
+
+class Transport(Protocol):
+    def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer: ...
+
+    def close(self) -> None: ...
+
+
+def get_transport(name: str, **options: Any) -> Transport:
+    module_name, _, attr = TRANSPORTS[name].partition(":")
+    return getattr(importlib.import_module(module_name), attr)(**options)  # type: ignore[no-any-return]

@@ -1,0 +1,56 @@
+"""The probe bundle: a zipapp of `runbook.probe` + `runbook.checks`, named by content hash.
+
+Every transport runs this same file with the node's Python, so a check behaves
+the same locally, over SSH and through Ray. A node that already holds a bundle
+of this hash is sent nothing new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_MAIN = "from runbook.probe import main\nimport sys\nsys.exit(main())\n"
+
+
+def _sources() -> list[tuple[str, bytes]]:
+    files = [("runbook/__init__.py", (_PACKAGE_DIR / "__init__.py").read_bytes())]
+    for sub in ("probe", "checks"):
+        for path in sorted((_PACKAGE_DIR / sub).glob("*.py")):
+            files.append((f"runbook/{sub}/{path.name}", path.read_bytes()))
+    files.append(("__main__.py", _MAIN.encode()))
+    return files
+
+
+@lru_cache(maxsize=1)
+def bundle_bytes() -> bytes:
+    """The zip's bytes; fixed timestamps so the same sources give the same hash."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in _sources():
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return buffer.getvalue()
+
+
+@lru_cache(maxsize=1)
+def bundle_name() -> str:
+    return f"runbook-probe-{hashlib.sha256(bundle_bytes()).hexdigest()[:16]}.pyz"
+
+
+def local_bundle() -> Path:
+    """The bundle written once into this machine's cache directory."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "runbook"
+    target = cache / bundle_name()
+    if not target.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(bundle_bytes())
+        tmp.replace(target)
+    return target
