@@ -18,8 +18,8 @@ from typing import Any
 
 from jinja2 import nodes
 from jinja2.exceptions import TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
 from jinja2.runtime import ChainableUndefined
+from jinja2.sandbox import SandboxedEnvironment
 
 NAMES = ("result", "cluster", "steps", "params", "node")
 # Allowed in expressions besides NAMES: literals.
@@ -101,7 +101,9 @@ def compile_expression(source: str) -> Expression:
     try:
         tree = env.parse("{{ " + source + " }}")
     except TemplateSyntaxError as exc:
-        raise ExprError(f"does not compile: {exc.message}") from None
+        # The parser saw our closing braces: say it the way the author wrote it.
+        message = (exc.message or "").replace("unexpected '}'", "unexpected end of expression")
+        raise ExprError(f"does not compile: {message}") from None
     body = tree.body
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
         raise ExprError("must be a single expression, not template text")
@@ -137,6 +139,7 @@ def _vet(tree: nodes.Node, env: SandboxedEnvironment) -> None:
 
 
 def _dotted(node: nodes.Node) -> str | None:
+    """Source-like text of a variable path or a filter chain over one, else None."""
     if isinstance(node, nodes.Name) and node.name in NAMES:
         return node.name
     if isinstance(node, nodes.Getattr):
@@ -145,13 +148,19 @@ def _dotted(node: nodes.Node) -> str | None:
     if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
         base = _dotted(node.node)
         return f"{base}[{node.arg.value!r}]" if base else None
+    if isinstance(node, nodes.Filter) and node.node is not None and not node.kwargs:
+        base = _dotted(node.node)
+        if base is None or not all(isinstance(a, nodes.Const) for a in node.args):
+            return None
+        args = ", ".join(repr(a.value) for a in node.args)  # type: ignore[attr-defined]
+        return f"{base} | {node.name}" + (f"({args})" if args else "")
     return None
 
 
 def _reads(tree: nodes.Node) -> list[str]:
-    """The longest variable paths an expression reads, in order: evidence for the report."""
+    """The outermost variable paths and filter chains an expression reads: evidence."""
     found: list[str] = []
-    for node in [tree, *tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Name))]:
+    for node in [tree, *tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Name, nodes.Filter))]:
         path = _dotted(node)
         if path and path not in found:
             found.append(path)

@@ -21,7 +21,16 @@ import yaml
 from runbook import expr, taxonomy
 from runbook.checks import CHECK_TYPES, load_check
 from runbook.model import (
-    Branch, ChangelogEntry, Check, Conclusion, Fix, Param, Runbook, Signature, Step, Text,
+    Branch,
+    ChangelogEntry,
+    Check,
+    Conclusion,
+    Fix,
+    Param,
+    Runbook,
+    Signature,
+    Step,
+    Text,
 )
 from runbook.problems import DocPath, Problem, did_you_mean
 from runbook.yamlpos import DuplicateKeyError, Positions, parse
@@ -121,6 +130,7 @@ class _Checker:
         self.file, self.data, self.positions = file, data, positions
         self.problems: list[Problem] = []
         self.compiled = Compiled()
+        self.bad_targets = False  # a typo'd goto would also make its target look unreachable
 
     def add(self, path: DocPath, message: str, *, key: bool = False, severity: str = "error") -> None:
         line, col = self.positions.of(path, prefer_key=key)
@@ -167,6 +177,9 @@ class _Checker:
         elif kind == "pattern" and path and path[-1] in ("goto", "default", "start", "id"):
             self.add(path, f"{value!r} is not a valid id (lowercase letters, digits and '-';"
                      " another runbook's step as 'runbook-id:step-id')")
+        elif kind == "pattern" and path == ("version",):
+            self.add(path, f"{value!r} is not a semantic version (expected MAJOR.MINOR.PATCH,"
+                     " e.g. 1.0.0)")
         elif kind == "pattern":
             self.add(path, f"{value!r} does not match the expected form {error.validator_value}")
         elif kind == "oneOf" and path and path[-1] == "timeout":
@@ -208,6 +221,7 @@ class _Checker:
         if not isinstance(target, str) or ":" in target:
             return  # another runbook's step: checked by the library, which knows them all
         if target not in targets:
+            self.bad_targets = True
             self.add(path, f"no step or conclusion named {target!r}{did_you_mean(target, targets)}")
 
     def _check_step(self, step_id: str, step: dict[str, Any], targets: list[str],
@@ -302,7 +316,7 @@ class _Checker:
 
     def _check_reachable(self, steps: dict[str, Any], conclusions: dict[str, Any],
                          start: Any) -> None:
-        if not isinstance(start, str) or start not in steps:
+        if not isinstance(start, str) or start not in steps or self.bad_targets:
             return
         seen, todo = set(), [start]
         while todo:

@@ -41,7 +41,8 @@ def _coerce(name: str, kind: str, raw: str) -> Any:
         if kind == "number":
             return float(raw)
     except ValueError:
-        raise ParamError(f"--set {name}={raw}: expected {'an integer' if kind == 'integer' else 'a number'}") from None
+        wanted = "an integer" if kind == "integer" else "a number"
+        raise ParamError(f"--set {name}={raw}: expected {wanted}") from None
     if kind == "boolean":
         if raw.lower() in _TRUE | _FALSE:
             return raw.lower() in _TRUE

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from runbook.report import get_reporter
     from runbook.report.build import build_report
     from runbook.report.text import is_tty
-    from runbook.transports import Node, get_transport
+    from runbook.transports import get_transport
     from runbook.walk import Walk, WalkOptions
 
     library = load_library()

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
             continue
         _, results = run_test_file(test_file, library)
-        reached = set().union(*(r.reached for r in results)) if results else set()
+        reached = set().union(*(r.reached for r in results if r.ok))
         for r in results:
             report.append({"runbook": runbook.id, "case": r.name, "failures": r.failures})
             failed += not r.ok

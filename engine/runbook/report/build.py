@@ -33,7 +33,8 @@ def node_entry(outcome: NodeOutcome, lang: str) -> dict[str, Any]:
             "explanation": c.explanation.get(lang),
             "fixes": [{"title": f.title.get(lang), "body": f.body.get(lang) if f.body else None,
                        "run": cmd, "effect": f.effect}
-                      for f, cmd in zip(c.fixes, outcome.fix_commands or [f.run for f in c.fixes])],
+                      for f, cmd in zip(c.fixes, outcome.fix_commands or [f.run for f in c.fixes],
+                                        strict=True)],
             "see_also": list(c.see_also),
         }
     else:

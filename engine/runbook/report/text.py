@@ -101,10 +101,8 @@ class TextReporter:
         return out
 
     def _decision(self, ev: dict[str, Any]) -> str:
-        if ev.get("when") is None:
-            shown = self.ui["default"]
-        else:
-            shown = f"{self.ui['when']} {ev['when']}"
+        when = ev.get("when")
+        shown = self.ui["default"] if when is None else f"{self.ui['when']} {when}"
         values = ", ".join(f"{k}={_value(v)}" for k, v in ev.get("decided_by", {}).items())
         return shown + (f"  ·  {values}" if values else "")
 

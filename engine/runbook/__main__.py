@@ -1,0 +1,5 @@
+import sys
+
+from runbook.cli import main
+
+sys.exit(main())

@@ -1,0 +1,127 @@
+"""The command line as people and scripts use it: exit codes, messages, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "tests" / "data" / "broken"
+
+
+def report_schema() -> dict:
+    return json.loads(resources.files("runbook").joinpath("schema/report.v1.json").read_text())
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = ("import sys; from runbook.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in "
+            "('fabric', 'paramiko', 'ray', 'torch', 'pynvml', 'jinja2', 'yaml', 'jsonschema')]\n"
+            "print(heavy, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stderr.strip() == "[]"
+
+
+def test_lint_of_broken_runbooks_prints_one_line_each_and_exits_2(runbook_cli) -> None:
+    out = runbook_cli("lint", str(BROKEN))
+    assert out.returncode == 2
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == len(list(BROKEN.glob("*.yaml")))
+    assert all(line.startswith(str(BROKEN)) for line in lines)
+    assert "Traceback" not in out.stdout + out.stderr
+    assert "20 error(s) in 20 of 20 file(s)" in out.stderr
+
+
+def test_lint_of_the_library_is_clean(runbook_cli) -> None:
+    out = runbook_cli("lint")
+    assert (out.returncode, out.stdout) == (0, "")
+
+
+def test_lint_json(runbook_cli) -> None:
+    out = runbook_cli("lint", "--format", "json", str(BROKEN / "03-goto-nowhere.yaml"))
+    doc = json.loads(out.stdout)
+    assert out.returncode == 2 and doc["errors"] == 1
+    assert doc["problems"][0]["path"] == ["steps", "first", "branches", 0, "goto"]
+
+
+def test_runbook_tests_of_the_library_pass(runbook_cli) -> None:
+    out = runbook_cli("test")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " 0 failed" in out.stdout
+
+
+def test_a_wrong_expectation_fails_runbook_test(runbook_cli, tmp_path: Path) -> None:
+    (tmp_path / "training-hang.yaml").write_text((ROOT / "runbooks/training-hang.yaml").read_text())
+    tests = (ROOT / "runbooks/training-hang.tests.yaml").read_text()
+    (tmp_path / "training-hang.tests.yaml").write_text(
+        tests.replace("expect: {conclusion: crashed-cuda-oom", "expect: {conclusion: healthy"))
+    out = runbook_cli("test", str(tmp_path))
+    assert out.returncode == 1
+    assert "FAIL training-hang: the job died of CUDA OOM" in out.stdout
+    assert "conclusion 'crashed-cuda-oom', expected 'healthy'" in out.stdout
+    assert "no test reaches conclusion 'crashed-cuda-oom'" in out.stdout
+
+
+def test_run_json_follows_the_report_contract(runbook_cli, tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("step 1 | loss 2.0\nCUDA out of memory. Tried to allocate 2.00 GiB\n")
+    out = runbook_cli("run", "training-hang", "--set", f"log={log}", "--set", "match=^no-such-job$",
+                      "--format", "json")
+    report = json.loads(out.stdout)
+    Draft202012Validator(report_schema()).validate(report)
+    node = report["nodes"][0]
+    assert node["conclusion"]["id"] == "crashed-cuda-oom"
+    assert node["conclusion"]["taxonomy"] == ["oom.gpu"]
+    assert node["path"] == ["find-process", "exit-signatures"]
+    assert report["summary"]["exit_code"] == out.returncode == 1
+    assert report["runbook"]["version"] == "1.0.0"
+
+
+def test_run_text_in_chinese_shows_path_evidence_and_fixes(runbook_cli, tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("error: unrecognized arguments: --model-use-moe=True\n")
+    out = runbook_cli("run", "training-hang", "--set", f"log={log}", "--set", "match=^nope$",
+                      "--lang", "zh")
+    assert out.returncode == 1
+    assert "命令行参数被拒绝" in out.stdout and "诊断路径" in out.stdout
+    assert "result.patterns.cli_args.count=1" in out.stdout
+    assert "修复方法" in out.stdout and "exit 1: 发现问题" in out.stdout
+
+
+def test_fix_commands_are_rendered_with_quoted_params(runbook_cli, tmp_path: Path) -> None:
+    log = tmp_path / "my train.log"
+    log.write_text("nothing to see\n")
+    out = runbook_cli("run", "training-hang", "--set", f"log={log}", "--set", "match=^nope$",
+                      "--format", "json")
+    fixes = json.loads(out.stdout)["nodes"][0]["conclusion"]["fixes"]
+    assert fixes[1]["run"] == f"grep -niE 'error|exception|traceback|killed' '{log}' | tail -n 40"
+
+
+def test_usage_errors_exit_2_with_one_line(runbook_cli) -> None:
+    cases = {
+        ("run", "training-hangg"): "no runbook named 'training-hangg' (did you mean 'training-hang'?)",
+        ("run", "training-hang", "--set", "lgo=x"): "has no parameter 'lgo' (did you mean 'log'?)",
+        ("run", "training-hang", "--set", "pid=abc"): "--set pid=abc: expected an integer",
+        ("run", "training-hang", "--set", "log"): "expected NAME=VALUE",
+        ("run", "training-hang", "--nodes", "gpu01"): "--nodes gpu01:",
+        ("lint", "/nonexistent/dir"): "no such file or directory",
+    }
+    for args, message in cases.items():
+        out = runbook_cli(*args)
+        assert out.returncode == 2, args
+        assert message in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr
+
+
+def test_list_and_show(runbook_cli) -> None:
+    listed = runbook_cli("list", "--format", "json")
+    assert [r["id"] for r in json.loads(listed.stdout)] == ["training-hang"]
+    shown = runbook_cli("show", "training-hang", "--lang", "zh")
+    assert shown.returncode == 0 and "训练卡住" in shown.stdout
+    assert "when result.timed_out → gpu-driver-hang" in shown.stdout

@@ -1,0 +1,67 @@
+"""The local transport: the real probe bundle in a child Python, killed on timeout."""
+
+from __future__ import annotations
+
+import os
+import time
+import zipfile
+from pathlib import Path
+
+from runbook.transports import Node
+from runbook.transports.bundle import bundle_bytes, bundle_name, local_bundle
+from runbook.transports.local import LocalTransport
+
+
+def test_bundle_is_stable_and_holds_only_probe_and_checks(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = local_bundle()
+    assert path.name == bundle_name() and path.read_bytes() == bundle_bytes()
+    names = zipfile.ZipFile(path).namelist()
+    assert "__main__.py" in names and "runbook/probe/__init__.py" in names
+    assert all(n.startswith(("runbook/probe/", "runbook/checks/", "runbook/__init__", "__main__"))
+               for n in names)
+
+
+def test_a_check_runs_and_answers(tmp_path: Path) -> None:
+    answer = LocalTransport().run_check(
+        Node("localhost"), {"check": "command", "with": {"run": "echo hi"}}, 5)
+    assert answer.status == "ok"
+    assert answer.result["stdout"] == "hi\n" and answer.result["timed_out"] is False
+
+
+def test_a_hanging_check_is_killed_with_its_children_within_timeout(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    start = time.monotonic()
+    answer = LocalTransport().run_check(
+        Node("localhost"),
+        {"check": "command", "with": {"run": f"sleep 60 & echo $! > {marker}; wait"}}, 1.0)
+    elapsed = time.monotonic() - start
+    assert answer.status == "ok" and answer.result["timed_out"] is True
+    assert elapsed < 2.0
+    child = int(marker.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or _is_zombie(child)
+
+
+def test_a_missing_python_is_an_error_not_a_crash() -> None:
+    answer = LocalTransport(python="/nonexistent/python3").run_check(
+        Node("localhost"), {"check": "system", "with": {}}, 5)
+    assert answer.status == "error" and "cannot start" in answer.error
+
+
+def test_unknown_check_type_on_the_node_is_an_error() -> None:
+    answer = LocalTransport().run_check(Node("localhost"), {"check": "nope", "with": {}}, 5)
+    assert answer.status == "error" and "unknown check type 'nope'" in answer.error
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_environment_of_the_probe_is_ours() -> None:
+    answer = LocalTransport(env={**os.environ, "RB_MARK": "42"}).run_check(
+        Node("localhost"), {"check": "command", "with": {"run": "echo $RB_MARK"}}, 5)
+    assert answer.result["stdout"].strip() == "42"
