@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 TRANSPORTS: dict[str, str] = {
     "local": "runbook.transports.local:LocalTransport",
+    "ssh": "runbook.transports.ssh:SshTransport",
+    "ray": "runbook.transports.ray_cluster:RayTransport",
 }
 
 

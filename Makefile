@@ -1,0 +1,38 @@
+# The two commands of the README:  `make demo`  and  `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: setup demo test lint unit bench clean
+
+# A virtual environment with the package (editable) and the test tools.
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+# Start real faulty training jobs from scenarios/, diagnose each with `runbook run`, clean up.
+demo: setup
+	$(BIN)/python -m scenarios.demo
+
+# Everything CI runs: style, the runbook library's own lint and tests, then pytest.
+test: setup lint unit
+
+lint:
+	$(BIN)/ruff check engine tests scenarios bench
+	$(BIN)/runbook lint runbooks
+	$(BIN)/runbook test runbooks
+
+# pytest exit 5 means "no tests ran": that is a failure, never a pass.
+unit:
+	@$(BIN)/pytest -q -p no:cacheprovider; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+bench: setup
+	$(BIN)/python bench/startup.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info engine/*.egg-info
