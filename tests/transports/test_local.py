@@ -65,3 +65,29 @@ def test_environment_of_the_probe_is_ours() -> None:
     answer = LocalTransport(env={**os.environ, "RB_MARK": "42"}).run_check(
         Node("localhost"), {"check": "command", "with": {"run": "echo $RB_MARK"}}, 5)
     assert answer.result["stdout"].strip() == "42"
+
+
+def test_probe_is_killed_by_transport_timeout_with_inner_commands(tmp_path: Path) -> None:
+    marker = tmp_path / "inner.pid"
+    # The check believes it has 60 s; the transport gives 1 s, then stops the probe.
+    transport = LocalTransport()
+    start = time.monotonic()
+    answer = _run_with_short_transport_timeout(transport, marker)
+    assert time.monotonic() - start < 2.5
+    assert answer.result["timed_out"] is True
+    inner = int(marker.read_text())
+    time.sleep(0.3)
+    assert not Path(f"/proc/{inner}").exists() or _is_zombie(inner)
+
+
+def _run_with_short_transport_timeout(transport: LocalTransport, marker: Path):
+    import runbook.transports.local as local
+
+    request = {"check": "command", "with": {"run": f"echo $$ > {marker}; exec sleep 60"},
+               "timeout": 60}
+    original = local.KILL_GRACE_S
+    try:
+        local.KILL_GRACE_S = -59.0  # the transport gives up at 1 s while the probe waits 60 s
+        return transport.run_check(Node("localhost"), request, 60)
+    finally:
+        local.KILL_GRACE_S = original

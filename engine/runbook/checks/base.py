@@ -23,12 +23,17 @@ An exception escaping `run` becomes a check error for that node.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+# Process groups of commands running right now: the probe kills them when it is told to stop,
+# so a killed probe never leaves a hanging `nvidia-smi` behind.
+ACTIVE_GROUPS: set[int] = set()
 
 # Fields the probe adds to every result, so trees can always branch on them.
 COMMON_RESULT_FIELDS: dict[str, dict[str, str]] = {
@@ -103,6 +108,7 @@ class CheckContext:
             )
         except (FileNotFoundError, PermissionError) as exc:
             return CommandOutcome(shown, None, "", str(exc), False, 0.0, not_found=True)
+        ACTIVE_GROUPS.add(proc.pid)
         try:
             out, err = proc.communicate(timeout=limit)
             timed_out = False
@@ -114,6 +120,8 @@ class CheckContext:
             except subprocess.TimeoutExpired:
                 out, err = b"", b""
             timed_out = True
+        finally:
+            ACTIVE_GROUPS.discard(proc.pid)
         return CommandOutcome(
             shown, None if timed_out else proc.returncode,
             out[:max_output].decode("utf-8", "replace"),
@@ -124,10 +132,8 @@ class CheckContext:
 
 def kill_process_group(pid: int) -> None:
     """SIGKILL the process group led by `pid`, ignoring a group that is already gone."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def unavailable(reason: str, **fields: Any) -> dict[str, Any]:

@@ -22,7 +22,8 @@ PARAMS: dict[str, Any] = {
     "additionalProperties": False,
 }
 RESULT_FIELDS = {
-    "exit_code": {"type": "integer", "en": "Exit status (null when killed)", "zh": "退出码（被终止时为 null）"},
+    "exit_code": {"type": "integer", "en": "Exit status (null when killed)",
+                  "zh": "退出码（被终止时为 null）"},
     "ok": {"type": "boolean", "en": "Exit status was 0", "zh": "退出码为 0"},
     "stdout": {"type": "string", "en": "Standard output (truncated)", "zh": "标准输出（截断）"},
     "stderr": {"type": "string", "en": "Standard error (truncated)", "zh": "标准错误（截断）"},

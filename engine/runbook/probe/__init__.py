@@ -13,6 +13,8 @@ Answer:   {"probe": "runbook-probe/1", "result": {...}, "duration_s": 0.12}
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 import traceback
@@ -45,7 +47,18 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def _stop_on_signal(signum: int, _frame: object) -> None:
+    """SIGTERM/SIGHUP from a transport: kill the check's commands, then go."""
+    from runbook.checks.base import ACTIVE_GROUPS, kill_process_group
+
+    for group in list(ACTIVE_GROUPS):
+        kill_process_group(group)
+    os._exit(128 + signum)
+
+
 def main() -> int:
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, _stop_on_signal)
     try:
         request = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -43,8 +45,7 @@ class LocalTransport:
         try:
             out, err = proc.communicate(payload, timeout=timeout + KILL_GRACE_S)
         except subprocess.TimeoutExpired:
-            kill_process_group(proc.pid)
-            proc.communicate()
+            stop_probe(proc)
             elapsed = time.monotonic() - start
             return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer within {timeout:g}s;"
                                       " the check's processes were killed"}, duration_s=elapsed)
@@ -52,6 +53,17 @@ class LocalTransport:
 
     def close(self) -> None:
         pass
+
+
+def stop_probe(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM first (the probe then kills its commands' groups), SIGKILL the group after."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.communicate(timeout=0.3)
+    except subprocess.TimeoutExpired:
+        kill_process_group(proc.pid)
+        proc.communicate()
 
 
 def parse_answer(out: bytes, err: bytes, returncode: int | None, elapsed: float) -> ProbeAnswer:

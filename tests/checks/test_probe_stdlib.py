@@ -1,0 +1,109 @@
+"""Every check runs through the real probe subprocess, and imports only the standard library."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from runbook.checks import CHECK_TYPES, load_check
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("pynvml", "torch", "ray", "psutil", "yaml", "jinja2")
+PYTHON3 = shutil.which("python3") or sys.executable
+
+REQUESTS = {
+    "command": {"run": "echo hi", "match": "hi"},
+    "process": {"pid": 1},
+    "log": {"path": str(REPO / "tests/checks/data/*.csv"), "patterns": {"h100": "H100"}},
+    "gpu": {"source": "auto"},
+    "env": {"names": ["PATH", "NCCL_*"]},
+    "port": {"port": 9, "connect_timeout": 0.2},
+    "file": {"path": str(REPO / "tests/checks/*.py")},
+    "system": {"paths": ["/"]},
+}
+
+
+def probe(request: dict, python: str = PYTHON3) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "engine")}
+    done = subprocess.run(
+        [python, "-m", "runbook.probe"], input=json.dumps(request), capture_output=True,
+        text=True, cwd=REPO, env=env, timeout=20,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_every_registered_check_has_a_request() -> None:
+    assert set(REQUESTS) == set(CHECK_TYPES)
+
+
+@pytest.mark.parametrize("name", sorted(CHECK_TYPES))
+def test_check_runs_in_the_probe(name: str) -> None:
+    answer = probe({"check": name, "with": REQUESTS[name], "timeout": 5})
+    assert "error" not in answer, answer.get("traceback")
+    assert answer["probe"] == "runbook-probe/1"
+    assert answer["result"]["timed_out"] is False
+    module = load_check(name)
+    documented = set(module.RESULT_FIELDS) | {"timed_out"}
+    assert set(answer["result"]) <= documented | {"available", "reason"}
+
+
+@pytest.mark.parametrize("name", sorted(CHECK_TYPES))
+def test_check_imports_only_the_standard_library(name: str) -> None:
+    code = (
+        f"import sys; sys.path.insert(0, 'engine'); import runbook.checks.{name}; "
+        f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])"
+    )
+    done = subprocess.run([PYTHON3, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", sorted(CHECK_TYPES))
+def test_module_protocol(name: str) -> None:
+    module = load_check(name)
+    assert name == module.NAME
+    assert set(module.SUMMARY) == {"en", "zh"}
+    assert module.PARAMS["type"] == "object"
+    assert module.PARAMS["additionalProperties"] is False
+    assert module.DEFAULT_TIMEOUT > 0
+    for field, doc in module.RESULT_FIELDS.items():
+        assert set(doc) == {"type", "en", "zh"}, field
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in doc["zh"]), field
+
+
+@pytest.mark.parametrize("name", sorted(CHECK_TYPES))
+def test_params_schema_accepts_the_sample_request(name: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = load_check(name).PARAMS
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(REQUESTS[name], schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**REQUESTS[name], "no_such_param": 1}, schema)
+
+
+def _python38() -> str | None:
+    found = glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8"))
+    for candidate in [shutil.which("python3.8"), *found]:
+        if candidate and subprocess.run([candidate, "-c", "pass"], capture_output=True,
+                                        timeout=20).returncode == 0:
+            return candidate
+    return None
+
+
+PYTHON38 = _python38()
+
+
+@pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 on this machine")
+@pytest.mark.parametrize("name", sorted(CHECK_TYPES))
+def test_check_runs_under_python38(name: str) -> None:
+    assert PYTHON38 is not None
+    answer = probe({"check": name, "with": REQUESTS[name], "timeout": 5}, python=PYTHON38)
+    assert "error" not in answer, answer.get("traceback")
