@@ -109,7 +109,8 @@ def test_usage_errors_exit_2_with_one_line(runbook_cli) -> None:
         ("run", "training-hang", "--set", "lgo=x"): "has no parameter 'lgo' (did you mean 'log'?)",
         ("run", "training-hang", "--set", "pid=abc"): "--set pid=abc: expected an integer",
         ("run", "training-hang", "--set", "log"): "expected NAME=VALUE",
-        ("run", "training-hang", "--nodes", "gpu01"): "--nodes gpu01:",
+        ("run", "training-hang", "--nodes", "gpu[01-"): "--nodes: bad host list 'gpu[01-'",
+        ("run", "training-hang", "--nodes", "@/nonexistent"): "--nodes @/nonexistent: No such file",
         ("lint", "/nonexistent/dir"): "no such file or directory",
     }
     for args, message in cases.items():

@@ -8,16 +8,18 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.params import ParamError, parse_sets
     from runbook.cli.resolve import find_runbook
     from runbook.library import load_library
+    from runbook.nodes import NodeSpecError
     from runbook.report import get_reporter
     from runbook.report.build import build_report
     from runbook.report.text import is_tty
-    from runbook.transports import get_transport
+    from runbook.transports import NodeTransports
     from runbook.walk import Walk, WalkOptions
 
     library = load_library()
@@ -26,14 +28,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         params = parse_sets(runbook, args.sets)
-        nodes = _nodes(args.nodes)
-    except (ParamError, ValueError) as exc:
+        nodes = _nodes(args)
+    except (ParamError, NodeSpecError, ValueError) as exc:
         print(f"runbook: {exc}", file=sys.stderr)
         return 2
     progress = sys.stderr if is_tty(sys.stderr) else None
     reporter = get_reporter(args.format, lang=args.lang, progress=progress,
                             color=args.output is None and is_tty(sys.stdout))
-    transport = get_transport("local", python=args.python)
+    transport = NodeTransports(
+        local={"python": args.python},
+        ssh={"python": args.python, "connect_timeout": args.connect_timeout,
+             "accept_new_host_keys": args.accept_new_host_keys},
+        ray={"address": args.ray_address, "python": args.python})
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     walk = Walk(library, runbook, nodes, transport, params,
@@ -41,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcomes = walk.run()
     except KeyboardInterrupt:
-        outcomes = walk.outcomes  # still report what was found before the interrupt
+        # Stop the probes still running on nodes, then report what was found so far.
+        print("runbook: interrupted; stopping remote checks", file=sys.stderr)
+        outcomes = walk.outcomes
     finally:
         transport.close()
     report = build_report(runbook, outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -55,14 +63,20 @@ def run(args: argparse.Namespace) -> int:
     return int(report["summary"]["exit_code"])
 
 
-def _nodes(spec: str | None) -> list:  # type: ignore[type-arg]
+def _nodes(args: argparse.Namespace) -> list[Any]:
+    from runbook.nodes import build_nodes
     from runbook.transports import Node
 
-    if not spec:
+    if args.executor == "ray":
+        from runbook.transports.ray_cluster import discover_nodes
+
+        found = discover_nodes(args.ray_address)
+        if args.nodes:
+            from runbook.nodes import expand
+
+            wanted = set(expand(args.nodes))
+            found = [n for n in found if n.name in wanted or n.vars.get("address") in wanted]
+        return found
+    if not args.nodes and not args.inventory:
         return [Node(socket.gethostname(), "local")]
-    names = [n.strip() for n in spec.split(",") if n.strip()]
-    remote = [n for n in names if n not in ("localhost", "127.0.0.1", socket.gethostname())]
-    if remote:
-        raise ValueError(f"--nodes {remote[0]}: only this machine (localhost) can be reached "
-                         "in this version; remote nodes need the SSH executor")
-    return [Node(n, "local") for n in names]
+    return build_nodes(args.nodes, args.inventory, args.group, args.executor)

@@ -71,7 +71,7 @@ class TextReporter:
 
     def _group(self, nodes: list[dict[str, Any]]) -> list[str]:
         first = nodes[0]
-        names = ", ".join(n["node"] for n in nodes)
+        names = compress([n["node"] for n in nodes])
         c = first.get("conclusion")
         severity = c["severity"] if c else "critical"
         head = (f"{MARK[severity]} {c['title']}  [{c['severity']} · {', '.join(c['taxonomy']) or '-'}]"
@@ -122,13 +122,32 @@ class TextReporter:
 
 
 def _groups(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Nodes that reached the same end by the same path are shown once."""
+    """Nodes that reached the same conclusion (or failed the same way) are shown once.
+
+    Problems first, so the node that needs attention is at the top of the screen.
+    """
     groups: dict[str, list[dict[str, Any]]] = {}
     for n in nodes:
-        key = json.dumps([n["status"], (n.get("conclusion") or {}).get("id"), n["path"],
-                          n.get("reason")])
+        conclusion = (n.get("conclusion") or {}).get("id")
+        key = json.dumps([n["status"], conclusion, n["path"], None if conclusion else n.get("reason")])
         groups.setdefault(key, []).append(n)
-    return list(groups.values())
+    return sorted(groups.values(), key=_urgency)
+
+
+def _urgency(group: list[dict[str, Any]]) -> int:
+    c = group[0].get("conclusion")
+    order = {"critical": 0, "warning": 1, "info": 3, "ok": 4}
+    return order[c["severity"]] if c else 2
+
+
+def compress(names: list[str]) -> str:
+    """`node01, node02, node03, node05` -> `node[01-03,05]` (Slurm hostlist notation)."""
+    try:
+        import hostlist
+
+        return str(hostlist.collect_hostlist(names))
+    except Exception:  # names hostlist cannot fold, e.g. with commas in them
+        return ", ".join(names)
 
 
 def _wrap(markdown: str, width: int = 88) -> list[str]:

@@ -7,6 +7,7 @@ Ray libraries load only for runs that need them.
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,3 +50,25 @@ class Transport(Protocol):
 def get_transport(name: str, **options: Any) -> Transport:
     module_name, _, attr = TRANSPORTS[name].partition(":")
     return getattr(importlib.import_module(module_name), attr)(**options)  # type: ignore[no-any-return]
+
+
+class NodeTransports:
+    """Dispatches each node to its own transport (local, ssh, ray), created on first use."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self._made: dict[str, Transport] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, name: str) -> Transport:
+        with self._lock:  # checks of many nodes ask at once; make each transport only once
+            if name not in self._made:
+                self._made[name] = get_transport(name, **self.options.get(name, {}))
+            return self._made[name]
+
+    def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
+        return self._get(node.transport).run_check(node, request, timeout)
+
+    def close(self) -> None:
+        for transport in self._made.values():
+            transport.close()
