@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from runbook.expr import ExprError, compile_command, compile_expression, compile_value, truthy
 
 CLUSTER = [{"node": f"n{i}", "result": {"age_s": age, "torch": v}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from runbook.loader import load_file, load_text, parse_duration
 
 BROKEN = Path(__file__).parent / "data" / "broken"

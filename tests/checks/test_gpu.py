@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from runbook.checks import gpu
 
 DATA = Path(__file__).parent / "data"

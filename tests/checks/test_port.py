@@ -7,6 +7,7 @@ import socket
 import time
 
 import pytest
+
 from runbook.checks import port
 
 

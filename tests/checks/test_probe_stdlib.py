@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from runbook.checks import CHECK_TYPES, load_check
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from runbook.checks import _procfs, process
 
 SPIN = "import sys\nprint('ready', flush=True)\nwhile True:\n    pass\n"
