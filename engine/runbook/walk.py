@@ -188,6 +188,9 @@ class Walk:
                 return branch.goto
         if evidence.result.get("timed_out"):
             return None  # a hang must be handled explicitly, never by the default
+        # The default was taken: what every condition read is the evidence for it.
+        for i in range(len(step.branches)):
+            evidence.decided_by.update(_read_values(compiled.when[(step.id, i)], variables))
         return step.default
 
     def _move(self, outcome: NodeOutcome, runbook: Runbook, target: str) -> None:

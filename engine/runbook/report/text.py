@@ -13,7 +13,7 @@ UI = {
     "en": {
         "node": "node", "nodes": "nodes", "path": "Path", "conclusion": "Conclusion",
         "fixes": "Fixes", "reason": "Reason", "summary": "Summary", "when": "when",
-        "default": "no branch matched: default", "see_also": "See also",
+        "default": "otherwise (no condition held)", "see_also": "See also",
         "exit": {0: "no problem found", 1: "a problem was found", 3: "some nodes could not be "
                  "diagnosed"},
         "status": {"concluded": "concluded", "unreachable": "unreachable", "timeout": "timed out",
@@ -22,7 +22,7 @@ UI = {
     "zh": {
         "node": "节点", "nodes": "个节点", "path": "诊断路径", "conclusion": "结论",
         "fixes": "修复方法", "reason": "原因", "summary": "汇总", "when": "条件",
-        "default": "没有分支匹配：默认", "see_also": "另见",
+        "default": "否则（没有条件成立）", "see_also": "另见",
         "exit": {0: "未发现问题", 1: "发现问题", 3: "部分节点无法诊断"},
         "status": {"concluded": "已得出结论", "unreachable": "无法连接", "timeout": "超时",
                    "error": "出错"},

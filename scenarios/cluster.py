@@ -1,0 +1,846 @@
+"""A fake multi-host cluster on this machine: one real OpenSSH server per "host".
+
+Standard library only (no pytest needed to import it). Needs root, `unshare`/`nsenter`
+(util-linux), OpenSSH (`/usr/sbin/sshd`, `ssh`, `ssh-keygen`) and `mount`/`hostname`.
+
+Host i (0-based) is called ``node{i+1:02d}`` and is an ``sshd -D -e -f CFG`` listening on
+``127.0.0.{i+2}:PORT``, started by ``unshare --pid --fork --mount-proc --mount --uts`` in its
+own session. So each host has
+
+* its own PID namespace: over SSH, ``ps -e`` on node03 shows node03's sshd (pid 1) and the
+  sessions and jobs started on node03, nothing else, and killing the host (its namespace's
+  pid 1) kills every process on it, as a machine dying would;
+* its own mount namespace (a private copy of this machine's mounts, with its own /proc and
+  an /etc/passwd in which root's home is ``BASE/nodeNN/root``, so this machine's ~/.bashrc,
+  which may put pyenv shims on PATH, is not sourced by its sessions);
+* its own UTS namespace: ``hostname`` prints ``nodeNN``;
+* its own host key, and a PATH set by sshd (``SetEnv``) on which ``python3`` is this
+  machine's interpreter, or, for hosts in ``python_missing``, ``BASE/bin-without-python``:
+  links to every command of the system PATH (ps, cat, bash...) except the Python ones.
+
+The network namespace is shared: every host sees the same sockets, files and GPUs, and
+reaches the others (and this machine) on 127.0.0.x.
+
+The client side lives in ``BASE/home``: ``.ssh/id_ed25519`` (authorised on every host),
+``.ssh/config`` (a ``Host nodeNN`` block per host and a ``Host 127.0.0.*`` block) and
+``.ssh/known_hosts`` (each host's real key, or a different key for hosts in
+``wrong_host_key``, so that clients refuse them). OpenSSH's ``ssh`` needs
+``-F BASE/home/.ssh/config`` (it takes ~ from the passwd entry, not from $HOME); Fabric and
+Paramiko, which expand ~ with $HOME, find all of it when run with ``HOME=BASE/home``
+(``Cluster.env()``).
+
+From a shell (demos, benchmarks)::
+
+    python3 -m scenarios.cluster up 8 --dir /tmp/c8 [--port auto] [--python-missing node07] \\
+        [--wrong-host-key node08]   # prints one line of JSON, stays up until Ctrl-C / SIGTERM
+    ssh -F /tmp/c8/home/.ssh/config node03 'hostname; ps -e'
+    HOME=/tmp/c8/home python3 -c 'import fabric; print(fabric.Connection("node03").run("ps -e"))'
+    python3 -m scenarios.cluster down --dir /tmp/c8      # if the `up` process was SIGKILLed
+
+From Python::
+
+    from scenarios.cluster import Cluster, free_port
+    with Cluster.start(4, tmp_path, port=None) as cl:     # port=None: pick a free port
+        cl.ssh("node02", "ps -e -o pid=,args=").stdout
+        info = cl.start_scenario("node02", "loader_accumulating", str(tmp_path / "job"), speed=4)
+        cl.kill_sshd("node02")                            # node02 dies with all its processes
+
+From pytest: ``tests/cluster_fixture.py`` has the fixtures ``make_cluster`` (a factory,
+``make_cluster(n, **kwargs)``, cleaned up at teardown), ``cluster`` (3 hosts) and
+``cluster8`` (8 hosts, module scope, node07 without python3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import json
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Collection, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = Path("/run/sshd")
+STATE_FILE = "cluster.json"
+DEFAULT_PORT = 2222
+TCP_WAIT_S = 10.0  # per host, all hosts waited on together
+POLL_S = 0.05
+KILL_WAIT_S = 5.0
+NO_PYTHON_BIN = "bin-without-python"  # BASE/bin-without-python: PATH of python_missing hosts
+PYTHON_NAME = re.compile(r"^(python|pypy|pydoc|idle)[0-9.]*(-config|m)?$")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PORT_RANGE = (20000, 32000)  # below the usual ephemeral range (32768-60999)
+_HOST_SH = 'mount --bind "$1" /etc/passwd && hostname "$2" && exec "$3" -D -e -f "$4"'
+
+
+class ClusterError(RuntimeError):
+    """The fake cluster could not be started, or a host could not do what was asked."""
+
+
+@dataclass
+class Host:
+    """One fake machine: an sshd in its own PID, mount and UTS namespaces."""
+
+    name: str  # node01, node02, ...
+    address: str  # 127.0.0.2, ...
+    port: int
+    base: Path  # BASE/node01: host key, sshd_config, sshd.log, passwd, root/ (root's home)
+    index: int = 0  # 0-based
+    unshare_pid: int = 0  # the `unshare` process; also the process group / session id
+    ns_init_pid: int = 0  # pid (in this machine's namespace) of the host's pid 1: its sshd
+    python_missing: bool = False
+    wrong_host_key: bool = False
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def log(self) -> Path:
+        return self.base / "sshd.log"
+
+    @property
+    def sshd_config(self) -> Path:
+        return self.base / "sshd_config"
+
+    @property
+    def home(self) -> Path:
+        """root's home directory inside this host."""
+        return self.base / "root"
+
+    @property
+    def session_path(self) -> str:
+        return (self.base / "PATH").read_text().strip()
+
+    def is_alive(self) -> bool:
+        return self.ns_init_pid > 0 and _pid_alive(self.ns_init_pid)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.address, "port": self.port,
+                "base": str(self.base), "unshare_pid": self.unshare_pid,
+                "ns_init_pid": self.ns_init_pid, "python_missing": self.python_missing,
+                "wrong_host_key": self.wrong_host_key}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _pid_alive(pid: int) -> bool:
+    """True while /proc/PID exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _pid_gone(pid: int) -> bool:
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def free_port(addresses: Iterable[str] = ("127.0.0.1",), *, attempts: int = 200) -> int:
+    """A TCP port that can be bound now on every one of `addresses`.
+
+    Chosen at random in 20000-31999 (below the kernel's ephemeral range, so an outgoing
+    connection will not take it meanwhile); two clusters started at the same time are very
+    unlikely to get the same port, and `Cluster.start(port=None)` retries if they do.
+    """
+    addrs = list(addresses) or ["127.0.0.1"]
+    rng = random.SystemRandom()
+    for _ in range(attempts):
+        port = rng.randrange(*PORT_RANGE)
+        try:
+            for addr in addrs:
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.bind((addr, port))
+        except OSError:
+            continue
+        return port
+    raise ClusterError(f"no free TCP port found on {len(addrs)} addresses after {attempts} tries")
+
+
+def host_name(index: int) -> str:
+    return f"node{index + 1:02d}"
+
+
+def find_python_dir() -> str:
+    """Directory of a real python3 (>= 3.10) of this machine, for the hosts' PATH.
+
+    `shutil.which("python3")` may be a pyenv shim (a bash script that needs pyenv's own
+    environment); ask it for its real interpreter and use that one's directory.
+    """
+    candidates = [c for c in (shutil.which("python3"), sys.executable) if c]
+    for cand in candidates:
+        try:
+            out = subprocess.run(
+                [cand, "-c", "import os, sys; print(os.path.realpath(sys.executable)); "
+                             "print(int(sys.version_info >= (3, 10)))"],
+                capture_output=True, text=True, timeout=20, check=True).stdout.split("\n")
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if len(out) >= 2 and out[1] == "1":
+            real = Path(out[0])
+            if (real.parent / "python3").exists():
+                return str(real.parent)
+            if Path(cand).name == "python3" and ".pyenv/shims" not in cand:
+                return str(Path(cand).parent)
+    raise ClusterError("no python3 >= 3.10 found on this machine")
+
+
+def _keygen(path: Path, comment: str) -> str:
+    """Generate an ed25519 key pair at `path` (replacing one there); return the public line."""
+    for p in (path, path.with_name(path.name + ".pub")):
+        p.unlink(missing_ok=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                   check=True, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    path.chmod(0o600)
+    return path.with_name(path.name + ".pub").read_text().strip()
+
+
+def _tools_without_python(bin_dir: Path) -> None:
+    """A directory of links to every command of the system PATH except the Python interpreters.
+
+    The PATH of python_missing hosts: `python3` is not found there, `ps`, `cat`, `hostname`,
+    `bash`... are (as on a real node without Python), whereas a bare PATH would lack them too.
+    """
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for old in bin_dir.iterdir():
+        old.unlink()
+    for d in SYSTEM_PATH.split(":"):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(d):
+                link = bin_dir / entry.name
+                if PYTHON_NAME.match(entry.name) or os.path.lexists(link):
+                    continue
+                if entry.is_file() and os.access(entry.path, os.X_OK):
+                    link.symlink_to(entry.path)
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as fh:
+                kids.extend(int(x) for x in fh.read().split())
+    return kids
+
+
+def _listening_inodes() -> dict[tuple[str, int], str]:
+    """(address, port) -> socket inode of every IPv4 TCP socket in LISTEN state."""
+    out: dict[tuple[str, int], str] = {}
+    with contextlib.suppress(OSError), open("/proc/net/tcp") as fh:
+        next(fh, None)
+        for line in fh:
+            cols = line.split()
+            if len(cols) < 10 or cols[3] != "0A":
+                continue
+            addr_hex, port_hex = cols[1].split(":")
+            addr = ".".join(str(b) for b in reversed(bytes.fromhex(addr_hex)))
+            out[(addr, int(port_hex, 16))] = cols[9]
+    return out
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    return inodes
+
+
+def _port_free(addresses: Iterable[str], port: int) -> str | None:
+    """None if `port` can be bound (as sshd binds, SO_REUSEADDR) on all addresses, else why."""
+    for addr in addresses:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((addr, port))
+                s.listen(1)
+            except OSError as exc:
+                return f"{addr}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def _tcp_open(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _tail(path: Path, n: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:].strip()
+    except OSError:
+        return ""
+
+
+def _resolve_hosts(spec: Collection[int | str], n: int, what: str) -> set[int]:
+    out: set[int] = set()
+    for item in spec:
+        if isinstance(item, str):
+            if not (item.startswith("node") and item[4:].isdigit()):
+                raise ValueError(f"{what}: not a host name: {item!r}")
+            idx = int(item[4:]) - 1
+        else:
+            idx = int(item)
+        if not 0 <= idx < n:
+            raise ValueError(f"{what}: host {item!r} is not one of the {n} hosts")
+        out.add(idx)
+    return out
+
+
+def requirements_missing() -> list[str]:
+    """Why a cluster cannot be started on this machine (empty list: it can)."""
+    why = []
+    if not os.path.exists(SSHD):
+        why.append(f"{SSHD} is absent (install openssh-server)")
+    for tool in ("ssh", "ssh-keygen", "unshare", "nsenter", "mount", "hostname"):
+        if shutil.which(tool) is None:
+            why.append(f"`{tool}` is not on PATH")
+    if os.geteuid() != 0:
+        why.append("not running as root (sshd and `unshare --pid --mount` need root)")
+    return why
+
+
+# ----------------------------------------------------------------------------- cluster
+
+
+class Cluster:
+    """N fake hosts on this machine; see the module docstring. Use `Cluster.start(...)`."""
+
+    def __init__(self, base: Path, hosts: list[Host], *, port: int) -> None:
+        self.base = base
+        self.hosts = hosts
+        self.port = port
+        self.home = base / "home"
+        self.ssh_dir = self.home / ".ssh"
+        self.ssh_config = self.ssh_dir / "config"
+        self.known_hosts = self.ssh_dir / "known_hosts"
+        self.identity = self.ssh_dir / "id_ed25519"
+        self.authorized_keys = base / "authorized_keys"
+        self.startup_s = 0.0
+        self._by_name = {h.name: h for h in hosts}
+        self._by_name.update({h.address: h for h in hosts})
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    # -- starting -------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        n: int,
+        base: Path | str,
+        *,
+        python_missing: Collection[int | str] = (),
+        wrong_host_key: Collection[int | str] = (),
+        first_octet_offset: int = 2,
+        port: int | None = DEFAULT_PORT,
+        python_dir: str | None = None,
+        verify: str = "one",
+        attempts: int = 3,
+    ) -> Cluster:
+        """Start `n` hosts under directory `base` (created; files in it are replaced).
+
+        python_missing / wrong_host_key: 0-based host indices or host names ("node07").
+        first_octet_offset: host i listens on 127.0.0.{i + offset}.
+        port: the port every host listens on; None picks a free one with `free_port()` and,
+        should another process take it first, retries with another (`attempts` times).
+        verify: after every sshd accepts TCP connections, "one" runs `ssh HOST true` against
+        the first host not in wrong_host_key and checks it succeeds; "all" checks every host
+        (in parallel; wrong_host_key hosts must refuse; costs ~80 ms of CPU per host); "none".
+        """
+        if verify not in ("one", "all", "none"):
+            raise ValueError(f"verify must be one, all or none, not {verify!r}")
+        if n < 1:
+            raise ValueError("n must be >= 1")
+        if first_octet_offset < 1 or n + first_octet_offset - 1 > 254:
+            raise ValueError(f"127.0.0.{first_octet_offset}..{n + first_octet_offset - 1} is not valid")
+        if missing := requirements_missing():
+            raise ClusterError("cannot start a fake cluster: " + "; ".join(missing))
+        base = Path(base).resolve()
+        missing_py = _resolve_hosts(python_missing, n, "python_missing")
+        wrong_key = _resolve_hosts(wrong_host_key, n, "wrong_host_key")
+        pydir = python_dir or find_python_dir()
+        addresses = [f"127.0.0.{i + first_octet_offset}" for i in range(n)]
+        t0 = time.monotonic()
+        last: Exception | None = None
+        for _ in range(max(1, attempts) if port is None else 1):
+            use_port = free_port(addresses) if port is None else port
+            hosts = [Host(name=host_name(i), address=addresses[i], port=use_port,
+                          base=base / host_name(i), index=i, python_missing=i in missing_py,
+                          wrong_host_key=i in wrong_key) for i in range(n)]
+            cluster = cls(base, hosts, port=use_port)
+            if busy := _port_free(addresses, use_port):
+                last = _PortTaken(busy)
+                if port is None:
+                    continue
+                raise ClusterError(f"port {use_port} is taken ({busy}): another cluster? "
+                                   "Pass another port, or port=None for a free one")
+            try:
+                cluster._boot(pydir, verify=verify)
+            except _PortTaken as exc:
+                cluster.stop()
+                last = exc
+                continue
+            except BaseException:
+                cluster.stop()
+                raise
+            cluster.startup_s = time.monotonic() - t0
+            return cluster
+        raise ClusterError(f"could not start the cluster: {last}")
+
+    def _boot(self, pydir: str, *, verify: str) -> None:
+        self.base.mkdir(parents=True, exist_ok=True)
+        PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.ssh_dir.mkdir(parents=True, exist_ok=True)
+        self.home.chmod(0o755)
+        self.ssh_dir.chmod(0o700)
+        atexit.register(self.stop)
+        user_pub = _keygen(self.identity, "runbook-fake-cluster-client")
+        self.authorized_keys.write_text(user_pub + "\n")
+        if any(h.python_missing for h in self.hosts):
+            _tools_without_python(self.base / NO_PYTHON_BIN)
+        with ThreadPoolExecutor(max_workers=min(16, len(self.hosts))) as pool:
+            host_keys = list(pool.map(lambda h: self._prepare_host(h, pydir), self.hosts))
+        self._write_client_files(host_keys)
+        self._write_state()
+        for host in self.hosts:
+            self._launch(host)
+        self._wait_up()
+        self._write_state()
+        if verify == "all":
+            self._verify(self.hosts)
+        elif verify == "one":
+            self._verify([h for h in self.hosts if not h.wrong_host_key][:1])
+
+    def _prepare_host(self, host: Host, pydir: str) -> str:
+        """Write the host's files; return the public host key line for known_hosts."""
+        host.base.mkdir(parents=True, exist_ok=True)
+        host.home.mkdir(exist_ok=True)
+        key = host.base / "ssh_host_ed25519_key"
+        pub = _keygen(key, f"root@{host.name}")
+        if host.wrong_host_key:
+            pub = _keygen(host.base / "wrong_host_ed25519_key", f"not-{host.name}")
+        path = str(self.base / NO_PYTHON_BIN) if host.python_missing else f"{pydir}:{SYSTEM_PATH}"
+        (host.base / "PATH").write_text(path + "\n")
+        host.sshd_config.write_text("\n".join([
+            f"# fake cluster host {host.name}",
+            f"ListenAddress {host.address}:{host.port}",
+            f"HostKey {key}",
+            f"PidFile {host.base / 'sshd.pid'}",
+            f"AuthorizedKeysFile {self.authorized_keys}",
+            "PermitRootLogin prohibit-password",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "MaxSessions 100",
+            "MaxStartups 200:30:400",
+            "LogLevel ERROR",
+            "Subsystem sftp internal-sftp",
+            "AcceptEnv none",
+            "PrintMotd no",
+            "UseDNS no",
+            f"SetEnv PATH={path}",
+            "",
+        ]))
+        host.sshd_config.chmod(0o600)
+        # root's home inside the host: BASE/nodeNN/root (bind-mounted /etc/passwd)
+        lines = []
+        for line in Path("/etc/passwd").read_text().splitlines():
+            parts = line.split(":")
+            if len(parts) == 7 and parts[2] == "0":
+                parts[5] = str(host.home)
+            lines.append(":".join(parts))
+        (host.base / "passwd").write_text("\n".join(lines) + "\n")
+        (host.base / "passwd").chmod(0o644)
+        return " ".join(pub.split()[:2])
+
+    def _write_client_files(self, host_keys: list[str]) -> None:
+        blocks = []
+        for host in self.hosts:
+            blocks.append(
+                f"Host {host.name}\n"
+                f"    HostName {host.address}\n"
+                f"    Port {host.port}\n"
+                "    User root\n"
+                f"    IdentityFile {self.identity}\n"
+                "    IdentitiesOnly yes\n"
+                f"    UserKnownHostsFile {self.known_hosts}\n"
+                "    GlobalKnownHostsFile /dev/null\n"
+                "    StrictHostKeyChecking yes\n")
+        blocks.append(
+            "Host 127.0.0.*\n"
+            f"    Port {self.port}\n"
+            "    User root\n"
+            f"    IdentityFile {self.identity}\n"
+            "    IdentitiesOnly yes\n"
+            f"    UserKnownHostsFile {self.known_hosts}\n"
+            "    GlobalKnownHostsFile /dev/null\n"
+            "    StrictHostKeyChecking yes\n")
+        self.ssh_config.write_text("# fake cluster (scenarios/cluster.py)\n\n" + "\n".join(blocks))
+        self.ssh_config.chmod(0o600)
+        # OpenSSH looks up [HostName]:Port; the alias is there too for clients that use it.
+        self.known_hosts.write_text("".join(
+            f"[{h.address}]:{h.port},[{h.name}]:{h.port} {key}\n"
+            for h, key in zip(self.hosts, host_keys)))
+        self.known_hosts.chmod(0o600)
+
+    def _launch(self, host: Host) -> None:
+        argv = ["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--uts", "--",
+                "/bin/sh", "-c", _HOST_SH, "sh", str(host.base / "passwd"), host.name, SSHD,
+                str(host.sshd_config)]
+        with open(host.log, "ab") as log:
+            host.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True, close_fds=True, cwd="/")
+        host.unshare_pid = host.proc.pid
+
+    def _wait_up(self) -> None:
+        """Wait (all hosts together, <= TCP_WAIT_S) for every sshd to accept connections.
+
+        A host is up when ITS sshd (not another cluster's) holds the listening socket of its
+        address and port, and a TCP connection to it succeeds.
+        """
+        deadline = time.monotonic() + TCP_WAIT_S
+        pending = list(self.hosts)
+        while pending:
+            still = []
+            listening = _listening_inodes()
+            for host in pending:
+                if not host.ns_init_pid:
+                    kids = _children(host.unshare_pid)
+                    host.ns_init_pid = kids[0] if kids else 0
+                assert host.proc is not None
+                if host.proc.poll() is not None:
+                    log = _tail(host.log)
+                    if "Address already in use" in log or "Cannot bind any address" in log:
+                        raise _PortTaken(f"{host.name} {host.address}:{host.port}: {log}")
+                    raise ClusterError(f"{host.name}: sshd exited ({host.proc.returncode}): {log}")
+                inode = listening.get((host.address, host.port))
+                if not (host.ns_init_pid and inode and inode in _socket_inodes(host.ns_init_pid)
+                        and _tcp_open(host.address, host.port)):
+                    still.append(host)
+            pending = still
+            if pending:
+                if time.monotonic() > deadline:
+                    names = ", ".join(h.name for h in pending)
+                    raise ClusterError(f"sshd not accepting connections after {TCP_WAIT_S}s: {names}: "
+                                       f"{_tail(pending[0].log)}")
+                time.sleep(POLL_S)
+
+    def _verify(self, hosts: list[Host]) -> None:
+        def check(host: Host) -> str | None:
+            res = self.ssh(host.name, "true", timeout=20)
+            if host.wrong_host_key:
+                if res.returncode == 255 and "Host key verification failed" in res.stderr:
+                    return None
+                return f"{host.name}: expected a host key failure, got rc={res.returncode}: {res.stderr}"
+            if res.returncode != 0:
+                return f"{host.name}: `ssh {host.name} true` rc={res.returncode}: {res.stderr.strip()}"
+            return None
+
+        if not hosts:
+            return
+        with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
+            errors = [e for e in pool.map(check, hosts) if e]
+        if errors:
+            raise ClusterError("fake cluster started but ssh does not work: " + "; ".join(errors))
+
+    def _write_state(self) -> None:
+        state = self.to_json()
+        tmp = self.base / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.base / STATE_FILE)
+
+    # -- information ----------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": str(self.base), "home": str(self.home), "ssh_config": str(self.ssh_config),
+                "known_hosts": str(self.known_hosts), "identity": str(self.identity),
+                "port": self.port, "names": self.names(),
+                "addresses": [h.address for h in self.hosts],
+                "hosts": [h.to_json() for h in self.hosts], "startup_s": round(self.startup_s, 3),
+                "manager_pid": os.getpid()}
+
+    def names(self) -> list[str]:
+        return [h.name for h in self.hosts]
+
+    def host(self, name: str) -> Host:
+        """A host by name (node01) or address (127.0.0.2)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no host {name!r} in this cluster ({', '.join(self.names())})") from None
+
+    def env(self) -> dict[str, str]:
+        """os.environ with HOME=BASE/home, so Fabric and Paramiko read its ~/.ssh.
+
+        (OpenSSH's ssh ignores $HOME for ~/.ssh: give it -F ssh_config, as `ssh()` does.)
+        """
+        return {**os.environ, "HOME": str(self.home)}
+
+    def __repr__(self) -> str:
+        return f"<Cluster {len(self.hosts)} hosts port={self.port} base={self.base}>"
+
+    # -- doing things on hosts ------------------------------------------------------
+
+    def ssh_argv(self, host_name: str, command: str, *options: str) -> list[str]:
+        return ["ssh", "-F", str(self.ssh_config), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+                *options, host_name, command]
+
+    def ssh(self, host_name: str, command: str, timeout: float = 30, *, check: bool = False,
+            input: str | None = None, options: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+        """Run `command` on a host with the real ssh client (host name or address)."""
+        return subprocess.run(self.ssh_argv(host_name, command, *options), capture_output=True,
+                              text=True, timeout=timeout, check=check, env=self.env(),
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL)
+
+    def run_in(self, host_name: str, argv: Sequence[str], timeout: float = 30, *, check: bool = False,
+               env: dict[str, str] | None = None, input: str | None = None,
+               ) -> subprocess.CompletedProcess[str]:
+        """Run argv inside a host's PID, mount and UTS namespaces with nsenter (no ssh).
+
+        By default the command gets the host's session environment (its PATH, HOME), so a
+        bare `python3` is not found on python_missing hosts, as over ssh.
+        """
+        host = self.host(host_name)
+        if env is None:
+            env = {"PATH": host.session_path, "HOME": str(host.home), "USER": "root",
+                   "LOGNAME": "root", "SHELL": "/bin/bash", "LANG": os.environ.get("LANG", "C.UTF-8")}
+        nsenter = shutil.which("nsenter") or "/usr/bin/nsenter"
+        return subprocess.run([nsenter, "-t", str(host.ns_init_pid), "-p", "-m", "-u", "--", *argv],
+                              capture_output=True, text=True, timeout=timeout, check=check, env=env,
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL)
+
+    def process_table(self, host_name: str) -> list[tuple[int, int, str]]:
+        """(pid here, pid inside the host, command line) of every live process on a host.
+
+        Read from /proc (the processes whose PID namespace is that of the host's pid 1), no
+        subprocess; sorted by the pid inside the host (its sshd, pid 1, first).
+        """
+        host = self.host(host_name)
+        if not host.is_alive():
+            return []
+        try:
+            target = os.readlink(f"/proc/{host.ns_init_pid}/ns/pid")
+        except OSError:
+            return []
+        rows = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") != target:
+                    continue
+                with open(f"/proc/{entry}/status") as fh:
+                    status = fh.read()
+                with open(f"/proc/{entry}/cmdline", "rb") as fb:
+                    raw = fb.read()
+            except OSError:
+                continue  # exited meanwhile
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if fields.get("State", "").strip().startswith(("Z", "X")):
+                continue
+            nspid = fields.get("NSpid", "").split()
+            inner = int(nspid[-1]) if nspid else -1
+            args = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+            rows.append((int(entry), inner, args or f"[{fields.get('Name', '?').strip()}]"))
+        return sorted(rows, key=lambda r: r[1])
+
+    def processes(self, host_name: str) -> list[str]:
+        """Command lines of every (non-zombie) process in a host's PID namespace, by pid."""
+        return [args for _, _, args in self.process_table(host_name)]
+
+    def start_scenario(self, host_name: str, scenario: str, workdir: str | Path, *,
+                       speed: float | None = None, env: dict[str, str] | None = None,
+                       timeout: float = 60) -> dict[str, Any]:
+        """Start a scenario job on a host (over ssh): `python3 -m scenarios start ...`.
+
+        Returns the launcher's JSON (pid, log, path_prepend, env...). Pids in it are pids
+        inside that host's PID namespace.
+        """
+        cmd = ["python3", "-m", "scenarios", "start", scenario, "--dir", str(workdir)]
+        if speed is not None:
+            cmd += ["--speed", f"{speed:g}"]
+        for key, value in (env or {}).items():
+            cmd += ["--env", f"{key}={value}"]
+        res = self.ssh(host_name, self._in_repo(cmd), timeout=timeout)
+        if res.returncode != 0:
+            raise ClusterError(f"{host_name}: starting scenario {scenario} failed "
+                               f"(rc={res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
+        try:
+            data: dict[str, Any] = json.loads(res.stdout)
+        except ValueError as exc:
+            raise ClusterError(f"{host_name}: scenario start printed no JSON: {res.stdout!r}") from exc
+        return data
+
+    def stop_scenario(self, host_name: str, workdir: str | Path, timeout: float = 30,
+                      ) -> subprocess.CompletedProcess[str]:
+        """`python3 -m scenarios stop --dir WORKDIR` on a host; returns the ssh result."""
+        return self.ssh(host_name, self._in_repo(["python3", "-m", "scenarios", "stop", "--dir",
+                                                  str(workdir)]), timeout=timeout)
+
+    @staticmethod
+    def _in_repo(cmd: list[str]) -> str:
+        root = shlex.quote(str(ROOT))
+        return f"cd {root} && PYTHONPATH={root} " + shlex.join(cmd)
+
+    # -- killing --------------------------------------------------------------------
+
+    def kill_sshd(self, host_name: str, wait: float = KILL_WAIT_S) -> bool:
+        """SIGKILL a host: its pid 1 (so the kernel kills every process in its namespace),
+        then its `unshare` process group. Returns True once all of it is gone (<= wait s).
+        """
+        return self._kill([self.host(host_name)], wait)
+
+    def _kill(self, hosts: list[Host], wait: float) -> bool:
+        for host in hosts:
+            if host.ns_init_pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(host.ns_init_pid, signal.SIGKILL)
+        deadline = time.monotonic() + wait
+        ok = True
+        for host in hosts:
+            proc = host.proc
+            if proc is not None and proc.poll() is None:
+                # unshare reaps its child (our pid 1) and exits; only if it does not:
+                try:
+                    proc.wait(timeout=max(0.05, min(2.0, deadline - time.monotonic())))
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(host.unshare_pid, signal.SIGKILL)
+                    try:
+                        proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        ok = False
+            elif proc is None and host.unshare_pid and _pid_alive(host.unshare_pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(host.unshare_pid, signal.SIGKILL)
+            while host.ns_init_pid and not _pid_gone(host.ns_init_pid):
+                if time.monotonic() > deadline:
+                    ok = ok and not _pid_alive(host.ns_init_pid)
+                    break
+                time.sleep(POLL_S)
+        return ok
+
+    def stop(self, remove: bool = False, wait: float = KILL_WAIT_S) -> bool:
+        """Kill every host (idempotent). Files stay unless remove=True. True if all are gone."""
+        with self._lock:
+            ok = True
+            if not self._stopped:
+                self._stopped = True
+                ok = self._kill(self.hosts, wait)
+                atexit.unregister(self.stop)
+            if remove:
+                shutil.rmtree(self.base, ignore_errors=True)
+            return ok
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+class _PortTaken(ClusterError):
+    pass
+
+
+def down(base: Path | str, wait: float = KILL_WAIT_S) -> int:
+    """Kill the hosts recorded in BASE/cluster.json (for when `up` itself was killed)."""
+    state = json.loads((Path(base) / STATE_FILE).read_text())
+    killed = 0
+    for h in state["hosts"]:
+        pid, upid = int(h["ns_init_pid"]), int(h["unshare_pid"])
+        for p in (pid, upid):
+            try:
+                cmdline = Path(f"/proc/{p}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if h["base"].encode() in cmdline:  # still ours, not a reused pid
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
+                    killed += 1
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(_pid_alive(int(h["ns_init_pid"])) for h in state["hosts"]):
+        time.sleep(POLL_S)
+    return killed
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m scenarios.cluster",
+                                 description="A fake multi-host cluster: one sshd per host in its own "
+                                             "PID/mount/UTS namespaces, on 127.0.0.2...")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="start N hosts, print JSON, stay up until SIGINT/SIGTERM")
+    up.add_argument("n", type=int)
+    up.add_argument("--dir", required=True, help="base directory (keys, configs, logs, client HOME)")
+    up.add_argument("--port", default=str(DEFAULT_PORT), help="port, or `auto` for a free one")
+    up.add_argument("--offset", type=int, default=2, help="host i listens on 127.0.0.{i+offset}")
+    up.add_argument("--python-missing", action="append", default=[], metavar="HOST",
+                    help="host (node07 or 0-based index) without python3 (repeatable)")
+    up.add_argument("--wrong-host-key", action="append", default=[], metavar="HOST",
+                    help="host whose known_hosts entry is a different key (repeatable)")
+    up.add_argument("--verify", choices=("one", "all", "none"), default="one",
+                    help="check `ssh HOST true` on the first host (one), every host, or none")
+    dn = sub.add_parser("down", help="kill the hosts recorded in DIR/cluster.json")
+    dn.add_argument("--dir", required=True)
+    args = ap.parse_args(argv)
+
+    if args.cmd == "down":
+        print(json.dumps({"killed": down(args.dir)}))
+        return 0
+
+    def hosts(items: list[str]) -> list[int | str]:
+        return [int(x) if x.isdigit() else x for x in items]
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        cluster = Cluster.start(args.n, Path(args.dir),
+                                port=None if args.port == "auto" else int(args.port),
+                                first_octet_offset=args.offset,
+                                python_missing=hosts(args.python_missing),
+                                wrong_host_key=hosts(args.wrong_host_key), verify=args.verify)
+    except (ClusterError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with cluster:
+        print(json.dumps(cluster.to_json()), flush=True)  # one line, for scripts to read
+        print(f"# {len(cluster.hosts)} hosts up in {cluster.startup_s:.2f}s; try: "
+              f"ssh -F {cluster.ssh_config} {cluster.hosts[0].name} hostname   (Ctrl-C stops them)",
+              file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            pass
+    print("# stopped", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

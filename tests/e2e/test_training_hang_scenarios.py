@@ -1,0 +1,114 @@
+"""`runbook run training-hang` against real faulty jobs from scenarios/, on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scenarios.launch import Scenario, start
+
+pytestmark = pytest.mark.e2e
+GPU_TIMEOUT_S = 8.0  # training-hang's gpu steps
+
+
+def diagnose(scenario: Scenario, *sets: str, auto: bool = False) -> tuple[int, dict, float]:
+    args = ["run", "training-hang", "--set", f"log={scenario.log}", "--format", "json", *sets]
+    if not auto:
+        args += ["--set", f"pid={scenario.pid}"]
+    env = {**scenario.tool_env(), "RUNBOOK_LANG": "en"}
+    begin = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "runbook", *args], capture_output=True, text=True,
+                         env=env, timeout=120)
+    elapsed = time.monotonic() - begin
+    assert out.stdout, out.stderr
+    return out.returncode, json.loads(out.stdout), elapsed
+
+
+@pytest.fixture
+def scenario(tmp_path: Path):
+    started: list[Scenario] = []
+
+    def run(name: str, speed: float = 1.0) -> Scenario:
+        handle = start(name, tmp_path / name, speed=speed)
+        started.append(handle)
+        return handle
+
+    yield run
+    for handle in started:
+        handle.stop()
+
+
+def test_seed_000_loader_still_tokenising(scenario) -> None:
+    job = scenario("loader_accumulating")
+    assert job.wait_for_log(r"Token buffer:", timeout=20)
+    code, report, _ = diagnose(job)
+    node = report["nodes"][0]
+    assert node["conclusion"]["id"] == "dataloader-accumulating", node
+    assert node["conclusion"]["taxonomy"] == ["hang.dataloader"]
+    assert code == 0  # severity info: waiting is the normal course
+    process = node["evidence"][0]["result"]
+    assert process["found"] and process["pid"] == job.pid and process["cpu_percent"] > 50
+    loader = node["evidence"][1]["result"]["patterns"]["loader_progress"]
+    assert loader["count"] >= 1 and loader["last_groups"][1] == "65537"
+
+
+def test_seed_000_found_without_a_pid(scenario) -> None:
+    job = scenario("loader_accumulating")
+    assert job.wait_for_log(r"Token buffer:", timeout=20)
+    _, report, _ = diagnose(job, "--set", "match=loader_accumulating", auto=True)
+    assert report["nodes"][0]["conclusion"]["taxonomy"] == ["hang.dataloader"]
+
+
+def test_seed_001_nvidia_smi_hangs(scenario) -> None:
+    job = scenario("nvidia_smi_hang")
+    assert job.wait_for_log(r"Collecting trajectories", timeout=20)
+    time.sleep(2.5)  # let the log go quiet for longer than stall_after
+    code, report, elapsed = diagnose(job, "--set", "stall_after=2")
+    node = report["nodes"][0]
+    assert node["conclusion"]["id"] == "gpu-driver-hang", node
+    assert node["conclusion"]["taxonomy"] == ["hang.gpu-driver"]
+    assert code == 1
+    gpu = node["evidence"][-1]
+    assert gpu["check"] == "gpu" and gpu["result"]["timed_out"] is True
+    # A hanging check ends within its timeout plus a second.
+    assert gpu["duration_s"] <= GPU_TIMEOUT_S + 1.0
+    assert elapsed < GPU_TIMEOUT_S + 6.0
+    assert not _processes_mentioning(f"{job.workdir}/", b"nvidia-smi")
+
+
+def test_healthy_job(scenario) -> None:
+    job = scenario("healthy")
+    assert job.wait_for_log(r"(?s)step \d+ \|.*step \d+ \|", timeout=20)
+    code, report, _ = diagnose(job)
+    node = report["nodes"][0]
+    assert (node["conclusion"]["id"], node["conclusion"]["severity"], code) == ("healthy", "ok", 0)
+    assert node["conclusion"]["taxonomy"] == []
+
+
+def test_the_job_gone_after_stop_is_no_training_process(scenario) -> None:
+    job = scenario("healthy")
+    assert job.wait_for_log(r"step \d+ \|", timeout=20)
+    job.stop()
+    code, report, _ = diagnose(job)
+    assert report["nodes"][0]["conclusion"]["id"] == "no-training-process"
+    assert code == 0
+
+
+def _processes_mentioning(path: str, word: bytes) -> list[int]:
+    """PIDs whose command line holds both `path` and `word`: leftovers of this scenario."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if path.encode() in cmdline and word in cmdline:
+                found.append(int(entry))
+    return found

@@ -1,0 +1,176 @@
+"""The Ray transport against a real local three-node Ray cluster (no mocks)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from runbook.transports import Node, get_transport, ray_cluster  # noqa: E402
+from runbook.transports.ray_cluster import RayTransport, discover_nodes  # noqa: E402
+
+SYSTEM = {"check": "system", "with": {}}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        stopper = threading.Thread(target=cluster.shutdown, daemon=True)
+        stopper.start()
+        stopper.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def transport(cluster: Cluster) -> Iterator[RayTransport]:
+    transport = RayTransport(address=cluster.address)
+    yield transport
+    transport.close()
+    assert not ray.is_initialized()
+
+
+@pytest.fixture(scope="module")
+def nodes(cluster: Cluster, transport: RayTransport) -> list[Node]:
+    return discover_nodes(cluster.address)
+
+
+def test_no_cluster_at_an_address_is_a_clear_value_error_quickly() -> None:
+    # First in this file: before the cluster fixture connects this process to a cluster.
+    if ray.is_initialized():
+        pytest.skip("this process is already a Ray driver; the address would not be used")
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"no Ray cluster at 127\.0\.0\.1:1 .*ray start --head"):
+        discover_nodes("127.0.0.1:1")
+    assert time.monotonic() - start < 5
+    assert not ray.is_initialized()
+
+
+def test_the_transport_is_found_by_name_and_connects_only_when_used() -> None:
+    assert isinstance(get_transport("ray", address="127.0.0.1:1"), RayTransport)
+    assert not ray.is_initialized()
+
+
+def test_discovery_names_every_alive_node_once(nodes: list[Node]) -> None:
+    assert len(nodes) == 3
+    assert len({n.name for n in nodes}) == 3
+    assert len({n.vars["ray_node_id"] for n in nodes}) == 3
+    assert all(n.transport == "ray" and n.vars["address"] and n.vars["hostname"] for n in nodes)
+    # All three share this machine's hostname, so each name carries its node id's start.
+    assert all(n.name == f"{n.vars['hostname']}-{n.vars['ray_node_id'][:6]}" for n in nodes)
+    assert nodes == sorted(nodes, key=lambda n: (n.vars["hostname"], n.vars["ray_node_id"]))
+    assert RayTransport.discover_nodes is discover_nodes
+
+
+def test_a_check_runs_on_the_node_it_is_pinned_to(transport: RayTransport, nodes: list[Node]) -> None:
+    for node in nodes:
+        ref = transport._submit(node, node.vars["ray_node_id"], SYSTEM, 10)
+        raw = ray.get(ref, timeout=30)
+        transport._running.discard(ref)
+        assert raw["node_id"] == node.vars["ray_node_id"]
+        answer = transport.run_check(node, SYSTEM, 10)
+        assert answer.status == "ok", answer.error
+        assert answer.result["timed_out"] is False and answer.result
+
+
+def test_a_node_named_by_hostname_or_address_alone_is_found(transport: RayTransport,
+                                                            nodes: list[Node]) -> None:
+    answer = transport.run_check(Node(nodes[0].vars["address"], "ray"), SYSTEM, 10)
+    assert answer.status == "ok", answer.error
+    answer = transport.run_check(Node("no-such-host", "ray"), SYSTEM, 10)
+    assert answer.status == "unreachable" and "no-such-host" in answer.error
+
+
+def test_a_missing_python_on_the_node_is_an_error(transport: RayTransport, nodes: list[Node]) -> None:
+    node = Node(nodes[0].name, "ray", {**nodes[0].vars, "python": "/nonexistent/python3"})
+    answer = transport.run_check(node, SYSTEM, 10)
+    assert answer.status == "error" and "cannot start /nonexistent/python3" in answer.error
+
+
+def test_a_hanging_command_is_killed_within_the_timeout(transport: RayTransport,
+                                                         nodes: list[Node]) -> None:
+    start = time.monotonic()
+    answer = transport.run_check(nodes[1], {"check": "command", "with": {"run": "sleep 30.25"}}, 1.5)
+    assert time.monotonic() - start < 5
+    assert answer.status == "ok" and answer.result["timed_out"] is True
+    assert _wait_until_gone(b"sleep\x0030.25")
+
+
+def test_a_probe_that_outlives_its_timeout_is_killed_on_the_node(
+        transport: RayTransport, nodes: list[Node], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The probe believes it has 60 s; the task on the node stops it after 1 s (60 - 59).
+    monkeypatch.setattr(ray_cluster, "KILL_GRACE_S", -59.0)
+    request = {"check": "command", "with": {"run": "exec sleep 60.25"}}
+    start = time.monotonic()
+    answer = transport.run_check(nodes[2], request, 60)
+    assert time.monotonic() - start < 5
+    assert answer.status == "ok" and answer.result["timed_out"] is True
+    assert _wait_until_gone(b"sleep\x0060.25")
+
+
+def test_the_tasks_code_needs_no_runbook_on_the_node(tmp_path: Path) -> None:
+    data = ray.cloudpickle.dumps(ray_cluster._probe_task()._function)
+    script = ("import sys; sys.modules['runbook'] = None; import ray.cloudpickle as cp;"
+              " print(cp.loads(sys.stdin.buffer.read()).__name__)")
+    done = subprocess.run([sys.executable, "-c", script], input=data, capture_output=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()[-500:]
+    assert done.stdout.strip() == b"_run_probe"
+
+
+def test_a_removed_node_is_unreachable_while_the_others_answer(
+        cluster: Cluster, transport: RayTransport, nodes: list[Node]) -> None:
+    workers = {n.node_id: n for n in cluster.worker_nodes}
+    victim = [n for n in nodes if n.vars["ray_node_id"] in workers][-1]
+    cluster.remove_node(workers[victim.vars["ray_node_id"]])
+    start = time.monotonic()
+    answer = transport.run_check(victim, SYSTEM, 5)
+    assert answer.status == "unreachable", answer
+    assert victim.name in answer.error and "\n" not in answer.error
+    assert time.monotonic() - start < 10
+    for node in nodes:
+        if node is not victim:
+            assert transport.run_check(node, SYSTEM, 10).status == "ok"
+
+
+def _wait_until_gone(cmdline: bytes, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not _processes_with(cmdline):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _processes_with(cmdline: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes().rstrip(b"\0") == cmdline and not _is_zombie(entry):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _is_zombie(entry: Path) -> bool:
+    try:
+        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
