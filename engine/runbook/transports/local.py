@@ -33,11 +33,13 @@ class LocalTransport:
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         python = str(node.vars.get("python") or self.python or default_python())
         argv = [python, str(local_bundle())]
+        env = {**(self.env or os.environ), **{k: str(v) for k, v in
+                                              (node.vars.get("env") or {}).items()}}
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, env=self.env or os.environ.copy(),
+                start_new_session=True, env=env,
             )
         except OSError as exc:
             return ProbeAnswer("error", error=f"cannot start {python}: {exc.strerror or exc}")

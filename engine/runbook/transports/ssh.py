@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -25,6 +26,7 @@ from runbook.transports.local import parse_answer
 REMOTE_DIR = "$HOME/.cache/runbook"
 KILL_GRACE_S = 0.5
 _NO_PYTHON_EXIT = 127
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class SshError(Exception):
@@ -125,7 +127,9 @@ class SshTransport:
     def _probe(self, node: Node, connection: Any, bundle: str, request: dict[str, Any],
                timeout: float, start: float) -> ProbeAnswer:
         python = str(node.vars.get("python") or self.python or "python3")
-        command = (f'echo "$$"; command -v {_shell_quote(python)} >/dev/null 2>&1 '
+        exports = "".join(f"export {k}={_shell_quote(str(v))}; "
+                          for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
+        command = (f'echo "$$"; {exports}command -v {_shell_quote(python)} >/dev/null 2>&1 '
                    f'|| exit {_NO_PYTHON_EXIT}; exec {_shell_quote(python)} "{bundle}"')
         payload = json.dumps({**request, "timeout": timeout}).encode()
         out, err, code = self._exec(connection, command, payload, timeout + KILL_GRACE_S,
@@ -174,7 +178,10 @@ class SshTransport:
                 if kill_on_timeout and me not in self._running and b"\n" in out:
                     self._running[me] = (connection, _first_line_pid(out))
             _drain(channel, out, err)
-            return bytes(out), bytes(err), channel.recv_exit_status()
+            code = channel.recv_exit_status()
+            if code == -1:  # paramiko: the channel closed without an exit status
+                raise SshError("connection lost while the check ran")
+            return bytes(out), bytes(err), code
         finally:
             self._running.pop(me, None)
             channel.close()
