@@ -1,0 +1,70 @@
+"""`runbook run --executor ray` on a real local multi-node Ray cluster.
+
+The Ray nodes of a local cluster share this machine, so each sees the same job: every
+node must reach the conclusion the local transport reaches for that job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scenarios.launch import start
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster.address
+    finally:
+        cluster.shutdown()
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runbook", "run", "training-hang", *args,
+                           "--format", "json"], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "RUNBOOK_LANG": "en", **(env or {})})
+
+
+@pytest.mark.parametrize(("scenario", "ready", "expected"), [
+    ("healthy", r"step \d+ \|", "healthy"),
+    ("loader_accumulating", r"Token buffer:", "dataloader-accumulating"),
+])
+def test_ray_nodes_conclude_like_the_local_transport(ray_address: str, tmp_path: Path,
+                                                     scenario: str, ready: str,
+                                                     expected: str) -> None:
+    job = start(scenario, tmp_path / scenario)
+    try:
+        assert job.wait_for_log(ready, timeout=30)
+        sets = ["--set", f"log={job.log}", "--set", f"pid={job.pid}"]
+        local = json.loads(run(*sets).stdout)
+        out = run("--executor", "ray", "--ray-address", ray_address, *sets)
+        report = json.loads(out.stdout)
+    finally:
+        job.stop()
+    assert local["nodes"][0]["conclusion"]["id"] == expected
+    assert len(report["nodes"]) == 3
+    assert len({n["node"] for n in report["nodes"]}) == 3
+    assert {n["conclusion"]["id"] for n in report["nodes"]} == {expected}, report["nodes"]
+    assert out.returncode == 0
+
+
+def test_a_bad_ray_address_is_a_usage_error() -> None:
+    out = run("--executor", "ray", "--ray-address", "127.0.0.1:1")
+    assert out.returncode == 2
+    assert "no Ray cluster at 127.0.0.1:1" in out.stderr
