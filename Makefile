@@ -5,13 +5,15 @@ BIN    := $(VENV)/bin
 
 .PHONY: setup demo test lint unit bench clean
 
-# A virtual environment with the package (editable) and the test tools.
+# System packages (sshd for the test cluster), then a virtual environment with the package
+# (editable), the test tools and Ray (the Ray executor is tested against a real cluster).
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml scripts/system-packages.sh
+	bash scripts/system-packages.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	touch $@
 
 # Start real faulty training jobs from scenarios/, diagnose each with `runbook run`, clean up.

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# System packages the tests and benchmarks drive for real: OpenSSH's sshd (the loopback
+# test cluster), util-linux (unshare/nsenter), procps, and parallel-ssh (bench/fanout).
+# Installs only what is missing, and only as root; otherwise says what to install.
+set -euo pipefail
+need=()
+command -v /usr/sbin/sshd >/dev/null 2>&1 || need+=(openssh-server)
+command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v ps >/dev/null 2>&1 || need+=(procps)
+command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "note: install these for the SSH tests and benchmarks: sudo apt-get install ${need[*]}" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "installed: ${need[*]}"
