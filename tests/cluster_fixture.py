@@ -4,8 +4,7 @@ Not a conftest (tests/conftest.py is left alone): a test module imports the fixt
 uses by assignment (an assignment, not `from ... import`, keeps ruff's F811 quiet when a
 test argument has the fixture's name)::
 
-    import os
-import sys
+    import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
