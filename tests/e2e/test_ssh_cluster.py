@@ -167,3 +167,36 @@ def _wait_for(condition: Any, timeout: float = 15.0) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"condition not met within {timeout}s")
+
+
+def test_ssh_config_aliases_proxyjump_and_a_refused_key(make_cluster, tmp_path: Path) -> None:
+    cl = make_cluster(2)
+    stranger = tmp_path / "stranger_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    second = cl.hosts[1]
+    with cl.ssh_config.open("a") as config:
+        config.write(f"""
+Host via-jump
+    HostName {second.address}
+    Port {second.port}
+    User root
+    IdentityFile {cl.identity}
+    UserKnownHostsFile {cl.known_hosts}
+    ProxyJump node01
+
+Host wrong-key
+    HostName {second.address}
+    Port {second.port}
+    User root
+    IdentityFile {stranger}
+    IdentitiesOnly yes
+    UserKnownHostsFile {cl.known_hosts}
+""")
+    out = runbook(cl, "run", "training-hang", "--nodes", "via-jump,wrong-key",
+                  "--set", "match=^nothing$", "--format", "json")
+    nodes = by_node(json.loads(out.stdout))
+    assert nodes["via-jump"]["status"] == "concluded", nodes["via-jump"].get("reason")
+    # The probe really ran on node02, reached through node01.
+    assert nodes["via-jump"]["evidence"][0]["result"]["found"] is False
+    assert nodes["wrong-key"]["status"] == "unreachable"
+    assert "key refused" in nodes["wrong-key"]["reason"]

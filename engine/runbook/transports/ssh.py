@@ -98,6 +98,9 @@ class SshTransport:
         client.set_missing_host_key_policy(
             AutoAddPolicy() if self.accept_new_host_keys else RejectPolicy())
         _load_known_hosts(client, connection.ssh_config)
+        if str(connection.ssh_config.get("identitiesonly", "no")).lower() == "yes":
+            # As OpenSSH: only the configured IdentityFile, no agent or default keys.
+            connection.connect_kwargs.update(look_for_keys=False, allow_agent=False)
         try:
             connection.open()
         except Exception as exc:
