@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("runbook.cli.run", "walk a runbook on this machine or on many nodes"),
     "lint": ("runbook.cli.lint", "check runbook files and print every problem with its place"),
     "test": ("runbook.cli.test", "replay each runbook's canned check results through its tree"),
+    "check": ("runbook.cli.check", "run one check ad hoc on nodes (like ansible -m) and print its result"),
 }
 
 

@@ -13,6 +13,8 @@ from runbook.model import Runbook
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.resolve import find_runbook
 
+    if args.id == "checks" or args.id.startswith("check:"):
+        return show_checks(args)
     runbook = find_runbook(args.id)
     if runbook is None:
         return 2
@@ -56,3 +58,24 @@ def render(rb: Runbook, lang: str) -> str:
             if f.run:
                 out.extend(f"    $ {line}" for line in f.run.strip().splitlines())
     return "\n".join(out) + "\n"
+
+
+def show_checks(args: argparse.Namespace) -> int:
+    """`show checks` lists every check type; `show check:TYPE` its parameters and results."""
+    from runbook.checkdocs import describe, describe_all, render_text
+    from runbook.checks import CHECK_TYPES
+    from runbook.problems import did_you_mean
+
+    name = args.id.partition(":")[2]
+    if name and name not in CHECK_TYPES:
+        print(f"runbook: no check type {name!r}{did_you_mean(name, CHECK_TYPES)}", file=sys.stderr)
+        return 2
+    docs = [describe(name)] if name else describe_all()
+    if args.format == "json":
+        print(json.dumps([dataclasses.asdict(d) for d in docs], ensure_ascii=False, indent=2))
+    elif name:
+        sys.stdout.write(render_text(docs[0], args.lang))
+    else:
+        for doc in docs:
+            print(f"{doc.name:<12} {doc.summary.get(args.lang, doc.summary['en'])}")
+    return 0

@@ -4,6 +4,6 @@ from runbook.cli.common_args import add_format, add_lang
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("id", help="runbook id (see `runbook list`)")
+    parser.add_argument("id", help="runbook id (see `runbook list`), `checks`, or check:TYPE")
     add_format(parser)
     add_lang(parser)
