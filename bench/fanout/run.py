@@ -1,0 +1,476 @@
+"""How long five read-only checks take on N nodes at once: runbook against Ansible and parallel-ssh.
+
+Run from the repository root:  .venv/bin/python bench/fanout/run.py [--hosts 64] [--repeat 3] [--keep]
+
+It starts a fake cluster of N OpenSSH hosts on this machine (scenarios/cluster.py: one sshd per
+host, each in its own PID/mount/UTS namespaces, on 127.0.0.2...), writes a small log, then times
+the same five reads (system, processes, the end of the log, the NCCL environment, the log
+directory) three ways against all N hosts, interleaved, `--repeat` times each:
+
+* `runbook run fanout-5` (bench/fanout/runbooks/fanout-5.yaml), on N hosts and on one;
+* `ansible-playbook` with five `shell` tasks, `-f N`, from a venv of its own
+  (bench/fanout/.venv-ansible, made with `python3 -m venv` + `pip install ansible-core` if absent);
+* `parallel-ssh -p N`, five invocations in a row (skipped when `parallel-ssh` is not installed).
+
+Besides wall-clock time it reports CPU seconds: the tool's own (with the workers and ssh
+clients it waited for) and the whole machine's, which on one machine includes the fake hosts'
+sshd and the commands run on them.
+
+Every run is verified (runbook: exit 0 and every node concluded; Ansible: the recap shows
+failed=0 unreachable=0 on every host; parallel-ssh: exit 0 and N successes per call). It prints
+the medians and the ratios against their targets, exits 0 when a target is missed (it reports)
+and 1 when a run failed verification or a tool could not be set up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scenarios.cluster import (  # noqa: E402  (needs the repository root on sys.path)
+    Cluster,
+    ClusterError,
+    find_python_dir,
+    requirements_missing,
+)
+
+RUNBOOKS = HERE / "runbooks"
+RUNBOOK_ID = "fanout-5"
+CONCLUSION = "all-read"
+ANSIBLE_VENV = HERE / ".venv-ansible"
+RUN_TIMEOUT_S = 300.0  # one run of one method (all of its subprocesses together)
+INSTALL_TIMEOUT_S = 600.0
+PSSH_HOST_TIMEOUT_S = 120  # parallel-ssh's own per-host limit (its default is 60)
+TARGET_SCALING = 1.5  # runbook(N) / runbook(1)
+TARGET_VS_ANSIBLE = 0.5  # runbook(N) / ansible(N)
+LOG_LINES = 200
+
+
+def operations(log: Path) -> list[tuple[str, str]]:
+    """The five reads as shell commands: what fanout-5's five checks read, for Ansible and pssh.
+
+    `|| true` after the ps pipeline: grep exits 1 when no line matches (there may be no Python
+    process on a node), which is not a failure of the read.
+    """
+    q, d = shlex.quote(str(log)), shlex.quote(str(log.parent))
+    return [
+        ("system", "uname -a; cat /proc/loadavg; df -h /"),
+        ("process", "ps -eo pid,pcpu,stat,etimes,args | grep -i python || true"),
+        ("log", f"tail -n 20 {q}; stat -c %Y {q}"),
+        ("env", "env | grep -E '^(NCCL_|PATH=)'"),
+        ("file", f"ls -l {d}"),
+    ]
+
+
+class RunFailed(Exception):
+    """A run that did not do what it should (non-zero exit, a host missing or failed, a timeout)."""
+
+
+@dataclass
+class Sample:
+    """One run: wall-clock seconds; CPU seconds of the tool and the processes it waited for (its
+    workers, its ssh clients); CPU seconds of the whole machine (every core, so the fake hosts'
+    sshd and the commands run on them as well)."""
+
+    wall: float
+    tool_cpu: float
+    all_cpu: float
+
+    def __add__(self, other: Sample) -> Sample:
+        return Sample(self.wall + other.wall, self.tool_cpu + other.tool_cpu, self.all_cpu + other.all_cpu)
+
+
+@dataclass
+class Method:
+    name: str
+    hosts: int
+    run: Callable[[], Sample] | None  # raises RunFailed
+    skipped: str | None = None
+    samples: list[Sample] = field(default_factory=list)
+    error: str | None = None
+
+    def median(self, what: str = "wall") -> float | None:
+        if not self.samples or self.error:
+            return None
+        values: list[float] = [getattr(s, what) for s in self.samples]
+        return statistics.median(values)
+
+
+# ----------------------------------------------------------------------------- subprocesses
+
+
+def machine_busy_s() -> float:
+    """CPU seconds this machine's cores have spent busy since boot (all processes)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bounded(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> tuple[int, str, Sample]:
+    """Run argv in its own process group; (exit code, stdout+stderr, what it took).
+
+    Past `timeout` the whole group (the tool and the workers it forked) is killed and
+    RunFailed raised.
+    """
+    cpu0, busy0 = children_cpu_s(), machine_busy_s()
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, cwd=cwd, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise RunFailed(f"no result after {timeout:.0f} s (killed): {Path(argv[0]).name} "
+                        f"... {tail(out)}") from None
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    wall = time.perf_counter() - start
+    return proc.returncode, out or "", Sample(wall, children_cpu_s() - cpu0, machine_busy_s() - busy0)
+
+
+def tail(text: str | None, n: int = 600) -> str:
+    text = (text or "").strip()
+    return ("..." + text[-n:]) if len(text) > n else text
+
+
+# ----------------------------------------------------------------------------- the three methods
+
+
+def runbook_method(runbook: Path, cluster: Cluster, hosts: int, log: Path) -> Callable[[], Sample]:
+    names = cluster.names()[:hosts]
+    nodes = names[0] if hosts == 1 else f"node[01-{hosts:02d}]"
+    argv = [str(runbook), "run", RUNBOOK_ID, "--nodes", nodes, "--forks", str(hosts),
+            "--set", f"log={log}", "--set", f"logdir={log.parent}", "--format", "json"]
+    env = {**cluster.env(), "RUNBOOK_PATH": str(RUNBOOKS)}
+
+    def run() -> Sample:
+        code, out, sample = bounded(argv, timeout=RUN_TIMEOUT_S, env=env)
+        try:
+            report = json.loads(out)
+        except ValueError:
+            raise RunFailed(f"runbook exited {code} and printed no JSON report: {tail(out)}") from None
+        if code != 0:
+            summary = json.dumps(report.get("summary", {}).get("by_status"))
+            raise RunFailed(f"runbook exited {code}; nodes by status: {tail(summary, 300)}")
+        got = {n.get("node"): n for n in report.get("nodes", [])}
+        bad = [f"{name}: {(got.get(name) or {}).get('status', 'missing')}" for name in names
+               if (got.get(name) or {}).get("status") != "concluded"
+               or ((got.get(name) or {}).get("conclusion") or {}).get("id") != CONCLUSION]
+        if bad or len(got) != len(names):
+            raise RunFailed(f"{len(bad)} of {len(names)} nodes did not conclude {CONCLUSION}: "
+                            + ", ".join(bad[:5]))
+        return sample
+
+    return run
+
+
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def ansible_setup(work: Path, cluster: Cluster, python: str, log: Path) -> tuple[list[str], Path]:
+    """Write the INI inventory and the playbook; return the argv prefix and the workdir."""
+    adir = work / "ansible"
+    adir.mkdir(parents=True, exist_ok=True)
+    lines = ["[nodes]"]
+    lines += [f"{h.name} ansible_host={h.address} ansible_port={h.port}" for h in cluster.hosts]
+    lines += ["", "[nodes:vars]", "ansible_user=root",
+              f"ansible_ssh_private_key_file={cluster.identity}",
+              f"ansible_ssh_common_args='-F {cluster.ssh_config}'",
+              f"ansible_python_interpreter={python}", ""]
+    (adir / "inventory.ini").write_text("\n".join(lines))
+    tasks = [{"name": name, "ansible.builtin.shell": cmd} for name, cmd in operations(log)]
+    play = [{"name": "fanout-5", "hosts": "nodes", "gather_facts": False, "tasks": tasks}]
+    (adir / "playbook.yml").write_text(json.dumps(play, indent=2) + "\n")  # JSON is YAML
+    return [str(ANSIBLE_VENV / "bin" / "ansible-playbook"), "-i", str(adir / "inventory.ini"),
+            str(adir / "playbook.yml")], adir
+
+
+def ansible_method(work: Path, cluster: Cluster, python: str, log: Path, hosts: int,
+                   ) -> Callable[[], Sample]:
+    argv, adir = ansible_setup(work, cluster, python, log)
+    argv += ["-f", str(hosts)]
+    runs = iter(range(1, 1_000_000))
+
+    def run() -> Sample:
+        # A fresh ControlPath directory per run: each run opens its own connections (one per
+        # host, multiplexed for the five tasks, as Ansible does by default) and none reuses the
+        # previous run's; those are closed after the run, outside the timing.
+        cp_dir = adir / f"cp{next(runs)}"
+        cp_dir.mkdir()
+        env = {**cluster.env(), **ansible_env(adir),
+               "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir), "ANSIBLE_HOST_KEY_CHECKING": "True",
+               "ANSIBLE_PIPELINING": "True", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+               "ANSIBLE_DEPRECATION_WARNINGS": "False", "ANSIBLE_STDOUT_CALLBACK": "default"}
+        try:
+            code, out, sample = bounded(argv, timeout=RUN_TIMEOUT_S, env=env, cwd=adir)
+        finally:
+            close_control_masters(cp_dir, cluster)
+        recap = {m[1]: (int(m[2]), int(m[3]), int(m[4])) for m in RECAP.finditer(out)}
+        names = cluster.names()[:hosts]
+        bad = [n + (": missing" if n not in recap else ": ok={} unreachable={} failed={}".format(*recap[n]))
+               for n in names if n not in recap or recap[n] != (5, 0, 0)]
+        if code != 0 or bad:
+            raise RunFailed(f"ansible-playbook exited {code}; {len(bad)} of {len(names)} hosts not "
+                            f"ok=5 failed=0 unreachable=0 ({', '.join(bad[:5])}): {tail(out)}")
+        return sample
+
+    return run
+
+
+def close_control_masters(cp_dir: Path, cluster: Cluster) -> None:
+    """`ssh -O exit` every ControlPersist master Ansible left in cp_dir (they would idle 60 s)."""
+    sockets = [p for p in cp_dir.iterdir() if p.is_socket()] if cp_dir.is_dir() else []
+
+    def close(sock: Path) -> None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["ssh", "-F", str(cluster.ssh_config), "-o", f"ControlPath={sock}",
+                            "-O", "exit", "unused"], capture_output=True, timeout=10,
+                           stdin=subprocess.DEVNULL)
+
+    if sockets:
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            list(pool.map(close, sockets))
+
+
+def pssh_method(pssh: str, work: Path, cluster: Cluster, log: Path, hosts: int) -> Callable[[], Sample]:
+    hostsfile = work / "pssh-hosts"
+    hostsfile.write_text("".join(f"{name}\n" for name in cluster.names()[:hosts]))
+    base = [pssh, "-p", str(hosts), "-t", str(PSSH_HOST_TIMEOUT_S), "-h", str(hostsfile),
+            "-x", f"-F {cluster.ssh_config} -o BatchMode=yes", "-i"]
+    env = cluster.env()
+
+    def run() -> Sample:
+        total = Sample(0.0, 0.0, 0.0)
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        for name, cmd in operations(log):
+            code, out, sample = bounded([*base, cmd], timeout=deadline - time.monotonic(), env=env)
+            total += sample
+            ok = len(re.findall(r"^\[\d+\] \S+ \[SUCCESS\]", out, re.M))
+            if code != 0 or ok != hosts:
+                raise RunFailed(f"parallel-ssh ({name}) exited {code} with {ok} of {hosts} "
+                                f"successes: {tail(out)}")
+        return total
+
+    return run
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+def ansible_env(adir: Path) -> dict[str, str]:
+    """Ansible's own files (local temp, collections, config) under adir, none in ~/.ansible."""
+    return {"ANSIBLE_CONFIG": str(adir / "ansible.cfg"), "ANSIBLE_HOME": str(adir / "home"),
+            "ANSIBLE_LOCAL_TEMP": str(adir / "tmp")}
+
+
+def ensure_ansible(python: str, adir: Path) -> str:
+    """ansible-playbook's version, installing ansible-core into ANSIBLE_VENV when needed."""
+    playbook = ANSIBLE_VENV / "bin" / "ansible-playbook"
+    adir.mkdir(parents=True, exist_ok=True)
+    (adir / "ansible.cfg").write_text("[defaults]\n")  # so no ansible.cfg elsewhere is read
+    env = {**os.environ, **ansible_env(adir)}
+
+    def version() -> str | None:
+        if not playbook.exists():
+            return None
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            res = subprocess.run([str(playbook), "--version"], capture_output=True, text=True,
+                                 timeout=60, stdin=subprocess.DEVNULL, env=env, cwd=adir)
+            if res.returncode == 0:
+                return res.stdout.splitlines()[0].strip()
+        return None
+
+    if found := version():
+        return found
+    print(f"# installing ansible-core into {ANSIBLE_VENV.relative_to(ROOT)} (once) ...", flush=True)
+    steps = [[python, "-m", "venv", str(ANSIBLE_VENV)],
+             [str(ANSIBLE_VENV / "bin" / "pip"), "install", "--quiet", "ansible-core"]]
+    for argv in steps:
+        if argv[1:3] == ["-m", "venv"] and (ANSIBLE_VENV / "bin" / "pip").exists():
+            continue
+        code, out, _ = bounded(argv, timeout=INSTALL_TIMEOUT_S)
+        if code != 0:
+            raise RunFailed(f"`{shlex.join(argv[:4])} ...` failed ({code}): {tail(out)}")
+    if found := version():
+        return found
+    raise RunFailed("ansible-core was installed but ansible-playbook --version fails")
+
+
+def write_log(work: Path) -> Path:
+    logdir = work / "logs"
+    logdir.mkdir()
+    log = logdir / "train.log"
+    log.write_text("".join(f"step {i} loss {2.0 / (i + 1):.4f} lr 3e-4\n" for i in range(LOG_LINES)))
+    (logdir / "rank1.log").write_text("step 0 loss 2.0\n")
+    return log
+
+
+def tool_version(argv: list[str]) -> str:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        text = (res.stdout or res.stderr).strip()
+        if text:
+            return text.splitlines()[0]
+    return "?"
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def ratio_line(label: str, num: Method, den: Method, target: float | None) -> tuple[str, bool | None]:
+    a, b = num.median(), den.median()
+    if a is None or b is None:
+        m = num if a is None else den
+        why = "skipped" if m.skipped else "failed"
+        return f"{label:<28}    n/a   ({m.name}, {m.hosts} hosts: {why})", None
+    value = a / b
+    if target is None:
+        return f"{label:<28} {value:6.2f}   (no target)", None
+    met = value <= target
+    return f"{label:<28} {value:6.2f}   target <= {target:g}: {'met' if met else 'MISSED'}", met
+
+
+def report(methods: list[Method], n: int) -> None:
+    rb1, rbn, ans, pss = methods
+    print()
+    print(f"{'method':<34}{'hosts':>6}{'median s':>10}{'tool CPU s':>12}{'all CPU s':>11}   runs (s)")
+    for m in methods:
+        if m.skipped:
+            print(f"{m.name:<34}{m.hosts:>6}{'-':>10}{'-':>12}{'-':>11}   skipped: {m.skipped}")
+            continue
+        runs = " ".join(f"{s.wall:.2f}" for s in m.samples)
+        wall, tool, every = m.median("wall"), m.median("tool_cpu"), m.median("all_cpu")
+        if wall is None or tool is None or every is None:
+            print(f"{m.name:<34}{m.hosts:>6}{'FAILED':>10}{'-':>12}{'-':>11}   {runs}".rstrip())
+            continue
+        print(f"{m.name:<34}{m.hosts:>6}{wall:>10.2f}{tool:>12.2f}{every:>11.2f}   {runs}")
+    print()
+    for label, num, den, target in (
+            (f"runbook({n}) / runbook(1)", rbn, rb1, TARGET_SCALING),
+            (f"runbook({n}) / ansible({n})", rbn, ans, TARGET_VS_ANSIBLE),
+            (f"runbook({n}) / pssh({n})", rbn, pss, None)):
+        print(ratio_line(label, num, den, target)[0])
+    failed = [m for m in methods if m.error]
+    for m in failed:
+        print(f"\nFAILED {m.name} ({m.hosts} hosts): {m.error}")
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench/fanout/run.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--hosts", type=int, default=64, help="fake hosts to start (default 64, max 253)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each method; the median is "
+                    "reported (default 3)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (cluster "
+                    "files, inventory, playbook, log) and print where it is")
+    args = ap.parse_args(argv)
+    if not 1 <= args.hosts <= 253 or args.repeat < 1:
+        ap.error("--hosts must be 1..253 and --repeat >= 1")
+    if missing := requirements_missing():
+        print("cannot start the fake cluster: " + "; ".join(missing), file=sys.stderr)
+        return 1
+    runbook = Path(sys.executable).parent / "runbook"
+    if not runbook.exists():
+        print(f"{runbook} is missing: run this with the project's venv python", file=sys.stderr)
+        return 1
+    n = args.hosts
+    python_dir = find_python_dir()
+    python = f"{python_dir}/python3"
+
+    pssh = shutil.which("parallel-ssh")
+    pssh_skip = None if pssh else ("`parallel-ssh` is not installed (Debian/Ubuntu: "
+                                   "`apt-get install pssh`)")
+    work = Path(tempfile.mkdtemp(prefix="runbook-fanout-"))
+    cluster: Cluster | None = None
+    methods: list[Method] = []
+    try:
+        try:
+            ansible_version, ansible_error = ensure_ansible(python, work / "ansible"), None
+        except RunFailed as exc:
+            ansible_version, ansible_error = "ansible-core not installed", str(exc)
+        print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}; {ansible_version}; "
+              f"parallel-ssh {tool_version([pssh, '--version']) if pssh else 'absent'}", flush=True)
+        t0 = time.monotonic()
+        try:
+            cluster = Cluster.start(n, work / "cluster", port=None, python_dir=python_dir)
+        except ClusterError as exc:
+            print(f"cannot start the fake cluster: {exc}", file=sys.stderr)
+            return 1
+        print(f"# {n} fake hosts up in {time.monotonic() - t0:.1f} s; {args.repeat} run(s) of each "
+              f"method, interleaved; five read-only operations per host", flush=True)
+        log = write_log(work)
+        methods = [
+            Method(f"runbook run {RUNBOOK_ID}", 1, runbook_method(runbook, cluster, 1, log)),
+            Method(f"runbook run {RUNBOOK_ID}", n, runbook_method(runbook, cluster, n, log)),
+            Method("ansible-playbook (5 shell tasks)", n,
+                   None if ansible_error else ansible_method(work, cluster, python, log, n)),
+            Method("parallel-ssh (5 calls)", n,
+                   pssh_method(pssh, work, cluster, log, n) if pssh else None, skipped=pssh_skip),
+        ]
+        if ansible_error:
+            methods[2].error = f"cannot set up Ansible: {ansible_error}"
+        for i in range(args.repeat):
+            for m in methods:
+                if m.run is None or m.error or m.skipped:
+                    continue
+                try:
+                    sample = m.run()
+                except RunFailed as exc:
+                    m.error = str(exc)
+                    print(f"  run {i + 1}: {m.name:<34} {m.hosts:>3} hosts  FAILED", flush=True)
+                    continue
+                m.samples.append(sample)
+                print(f"  run {i + 1}: {m.name:<34} {m.hosts:>3} hosts  {sample.wall:7.2f} s", flush=True)
+        report(methods, n)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        if args.keep:
+            print(f"\n# kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if any(m.error for m in methods) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
