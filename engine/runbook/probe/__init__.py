@@ -56,9 +56,29 @@ def _stop_on_signal(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
+def serve() -> int:
+    """`--serve`: one JSON request per line on stdin, one JSON answer per line on stdout.
+
+    A transport keeps one probe per node for a whole run this way, paying for one
+    Python start instead of one per check. It ends at end of input.
+    """
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = handle(json.loads(line))
+        except ValueError as exc:
+            answer = {"probe": PROBE_PROTOCOL, "error": f"bad request: {exc}"}
+        sys.stdout.write(json.dumps(answer, default=str) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, _stop_on_signal)
+    if "--serve" in sys.argv[1:]:
+        return serve()
     try:
         request = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:

@@ -3,9 +3,11 @@
 Connections come from fabric, so `~/.ssh/config` (aliases, HostName, User, Port,
 IdentityFile, ProxyJump) applies. Host keys are checked against known_hosts;
 an unknown or changed key is refused unless `accept_new_host_keys` is set. The
-bundle is shipped once per node, keyed by content hash. Each probe prints its
-PID first, so a check that outlives its timeout (or a Ctrl-C) kills the remote
-process group instead of leaving it behind.
+bundle is shipped once per node, keyed by content hash. Each node runs one
+serving probe for the whole run (a request per line in, an answer per line out),
+so a node pays for one Python start, not one per check. The probe prints its PID
+first, so a check that outlives its timeout (or a Ctrl-C) kills the remote
+process group instead of leaving it behind; the next check starts a fresh probe.
 """
 
 from __future__ import annotations
@@ -29,6 +31,44 @@ _NO_PYTHON_EXIT = 127
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
+class _Session:
+    """A serving probe on one node: requests go in as lines, answers come back as lines."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.pid = 0
+        self.busy = False
+        self.buffer = bytearray()
+        self.stderr = bytearray()
+        channel.settimeout(0.02)
+
+    def alive(self) -> bool:
+        return not self.channel.closed and not self.channel.exit_status_ready()
+
+    def read_line(self, deadline: float, cancelled: Any) -> bytes | None:
+        """The next line of stdout, or None at the deadline, on cancel or when the probe ends."""
+        while b"\n" not in self.buffer:
+            if time.monotonic() > deadline or cancelled():
+                return None
+            if self.channel.recv_stderr_ready():
+                self.stderr = (self.stderr + self.channel.recv_stderr(65536))[-4096:]
+            try:
+                chunk = self.channel.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:  # end of output: the probe exited
+                return None
+            self.buffer.extend(chunk)
+        line, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer = bytearray(rest)
+        return line
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.channel.shutdown_write()  # end of input: a serving probe exits by itself
+            self.channel.close()
+
+
 class SshError(Exception):
     """A node that cannot be reached; `str()` is the one-line reason for the report."""
 
@@ -43,7 +83,7 @@ class SshTransport:
         self._shipped: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._registry_lock = threading.Lock()
-        self._running: dict[int, tuple[Any, int]] = {}  # thread id -> (connection, remote pid)
+        self._sessions: dict[str, _Session] = {}  # node -> its serving probe
         self.closed = False
 
     # -- the transport protocol --
@@ -58,10 +98,14 @@ class SshTransport:
             return ProbeAnswer("unreachable", error=str(exc), duration_s=time.monotonic() - start)
 
     def close(self) -> None:
-        """Kill probes still running on any node, then close every connection."""
+        """Kill probes still busy on any node, end the idle ones, close every connection."""
         self.closed = True
-        for connection, pid in list(self._running.values()):
-            self._kill_remote(connection, pid)
+        for name, session in list(self._sessions.items()):
+            connection = self._connections.get(name)
+            if session.busy and connection is not None:
+                self._kill_remote(connection, session.pid)
+            session.close()
+        self._sessions.clear()
         for connection in self._connections.values():
             with contextlib.suppress(Exception):
                 connection.close()
@@ -117,8 +161,8 @@ class SshTransport:
         script = (f'f="{path}"; if [ -f "$f" ]; then echo present; else mkdir -p "{REMOTE_DIR}"'
                   f' && cat > "$f.$$" && mv "$f.$$" "$f" && echo sent; fi')
         # Ask first: a node that already has this version is sent nothing.
-        out, _, code = self._exec(connection, f'[ -f "{path}" ] && echo present || echo absent',
-                                  b"", self.connect_timeout)
+        out, _, _ = self._exec(connection, f'[ -f "{path}" ] && echo present || echo absent',
+                               b"", self.connect_timeout)
         if out.strip() != b"present":
             out, err, code = self._exec(connection, script, bundle_bytes(), 60)
             if code != 0:
@@ -130,63 +174,90 @@ class SshTransport:
     def _probe(self, node: Node, connection: Any, bundle: str, request: dict[str, Any],
                timeout: float, start: float) -> ProbeAnswer:
         python = str(node.vars.get("python") or self.python or "python3")
+        session = self._sessions.get(node.name)
+        if session is None or not session.alive():
+            session = self._start_session(node, connection, bundle, python)
+        payload = json.dumps({**request, "timeout": timeout}).encode() + b"\n"
+        session.busy = True
+        try:
+            session.channel.sendall(payload)
+            line = session.read_line(time.monotonic() + timeout + KILL_GRACE_S, lambda: self.closed)
+        except OSError:
+            line = None
+        finally:
+            session.busy = False
+        elapsed = time.monotonic() - start
+        if line is not None:
+            return parse_answer(line, b"", 0, elapsed)
+        return self._session_ended(node, connection, session, python, timeout, elapsed)
+
+    def _start_session(self, node: Node, connection: Any, bundle: str, python: str) -> _Session:
+        """One serving probe per node for the whole run; its first line is its PID."""
         exports = "".join(f"export {k}={_shell_quote(str(v))}; "
                           for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
         command = (f'echo "$$"; {exports}command -v {_shell_quote(python)} >/dev/null 2>&1 '
-                   f'|| exit {_NO_PYTHON_EXIT}; exec {_shell_quote(python)} "{bundle}"')
-        payload = json.dumps({**request, "timeout": timeout}).encode()
-        out, err, code = self._exec(connection, command, payload, timeout + KILL_GRACE_S,
-                                    kill_on_timeout=True)
-        elapsed = time.monotonic() - start
-        if code is None:
+                   f'|| exit {_NO_PYTHON_EXIT}; exec {_shell_quote(python)} "{bundle}" --serve')
+        try:
+            channel = connection.client.get_transport().open_session(timeout=self.connect_timeout)
+            channel.exec_command(command)
+        except Exception as exc:
+            raise SshError(f"connection lost: {exc or type(exc).__name__}") from None
+        session = _Session(channel)
+        first = session.read_line(time.monotonic() + self.connect_timeout, lambda: self.closed)
+        session.pid = int(first) if first and first.strip().isdigit() else 0
+        self._sessions[node.name] = session
+        return session
+
+    def _session_ended(self, node: Node, connection: Any, session: _Session, python: str,
+                       timeout: float, elapsed: float) -> ProbeAnswer:
+        """No answer line: the check hung (kill the probe) or the probe or connection died."""
+        self._sessions.pop(node.name, None)
+        transport = connection.client.get_transport()
+        if transport is None or not transport.is_active():
+            session.close()
+            raise SshError("connection lost while the check ran")
+        if not session.channel.exit_status_ready():
+            self._kill_remote(connection, session.pid)
+            session.close()
             return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer within {timeout:g}s;"
                                       " the probe was killed on the node"}, duration_s=elapsed)
-        _, _, body = out.partition(b"\n")
-        if code == _NO_PYTHON_EXIT and not body:
+        code = session.channel.recv_exit_status()
+        session.close()
+        if code == _NO_PYTHON_EXIT:
             return ProbeAnswer("error", error=f"{python} not found on the node's PATH (set "
                                "`python:` for this node in the inventory, or --python)",
                                duration_s=elapsed)
-        return parse_answer(body, err, code, elapsed)
+        if code == -1:
+            raise SshError("connection lost while the check ran")
+        last = (bytes(session.stderr).decode(errors="replace").strip().splitlines() or [""])[-1]
+        return ProbeAnswer("error", error=f"probe exited {code}: {last[:300]}", duration_s=elapsed)
 
-    def _exec(self, connection: Any, command: str, stdin: bytes, timeout: float,
-              kill_on_timeout: bool = False) -> tuple[bytes, bytes, int | None]:
-        """Run one command on a fresh channel; returns (stdout, stderr, exit code or None)."""
-        transport = connection.client.get_transport()
+    def _exec(self, connection: Any, command: str, stdin: bytes,
+              timeout: float) -> tuple[bytes, bytes, int | None]:
+        """Run one short command on a fresh channel: (stdout, stderr, exit code or None)."""
         try:
-            channel = transport.open_session(timeout=self.connect_timeout)
+            channel = connection.client.get_transport().open_session(timeout=self.connect_timeout)
             channel.exec_command(command)
             if stdin:
                 channel.sendall(stdin)
             channel.shutdown_write()
-        except (OSError, EOFError, Exception) as exc:
+        except Exception as exc:
             raise SshError(f"connection lost: {exc or type(exc).__name__}") from None
-        return self._collect(connection, channel, timeout, kill_on_timeout)
-
-    def _collect(self, connection: Any, channel: Any, timeout: float,
-                 kill_on_timeout: bool) -> tuple[bytes, bytes, int | None]:
         out, err = bytearray(), bytearray()
         deadline = time.monotonic() + timeout
-        channel.settimeout(0.1)
-        me = threading.get_ident()
+        channel.settimeout(0.05)
         try:
             while not (channel.exit_status_ready() and not channel.recv_ready()
                        and not channel.recv_stderr_ready()):
-                if time.monotonic() > deadline or self.closed:
-                    if kill_on_timeout:
-                        self._kill_remote(connection, _first_line_pid(out))
+                if time.monotonic() > deadline:
                     return bytes(out), bytes(err), None
-                if not channel.get_transport().is_active():
-                    raise SshError("connection lost while the check ran")
                 _drain(channel, out, err)
-                if kill_on_timeout and me not in self._running and b"\n" in out:
-                    self._running[me] = (connection, _first_line_pid(out))
             _drain(channel, out, err)
             code = channel.recv_exit_status()
             if code == -1:  # paramiko: the channel closed without an exit status
-                raise SshError("connection lost while the check ran")
+                raise SshError("connection lost")
             return bytes(out), bytes(err), code
         finally:
-            self._running.pop(me, None)
             channel.close()
 
     def _kill_remote(self, connection: Any, pid: int) -> None:
@@ -211,11 +282,6 @@ def _drain(channel: Any, out: bytearray, err: bytearray) -> None:
         if not channel.recv_ready() and not channel.exit_status_ready():
             chunk = channel.recv(65536)  # blocks up to the channel timeout (0.1 s)
             out.extend(chunk)
-
-
-def _first_line_pid(out: bytearray | bytes) -> int:
-    first = bytes(out).split(b"\n", 1)[0].strip()
-    return int(first) if first.isdigit() else 0
 
 
 def _shell_quote(text: str) -> str:
