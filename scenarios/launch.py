@@ -50,6 +50,7 @@ class ScenarioSpec:
     seed: str | None = None  # the field note it reproduces (file in seeds/)
     related: tuple[str, ...] = ()  # other taxonomy ids a diagnosis may also name
     fake_bin: str | None = None  # directory of fake tools to put first on the tool's PATH
+    requires: tuple[str, ...] = ()  # modules beyond the standard library the job imports
 
 
 SCENARIOS: dict[str, ScenarioSpec] = {
@@ -91,6 +92,54 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy=None,
         severity="ok",
+    ),
+    "ray_actor_init_hang": ScenarioSpec(
+        name="ray_actor_init_hang",
+        script="ray_actor_init_hang/train.py",
+        description={
+            "en": "Self-play RL job on its own local Ray cluster whose log stops at \"Collecting "
+                  "trajectories...\": its 8 Ray actors block in __init__ (engine init), stay "
+                  "PENDING_CREATION, and the driver waits in ray.get forever. Needs ray.",
+            "zh": "在自己的本地 Ray 集群上运行的自我对弈强化学习任务，日志停在 \"Collecting "
+                  "trajectories...\"：8 个 Ray actor 卡在 __init__（引擎初始化），一直处于 "
+                  "PENDING_CREATION，driver 在 ray.get 中无限等待。需要 ray。",
+        },
+        taxonomy="hang.ray-init",
+        seed="001_1ea3a68e4614ca9e.txt",
+        related=("hang.ray-collect",),
+        requires=("ray",),
+    ),
+    "ray_collect_hang": ScenarioSpec(
+        name="ray_collect_hang",
+        script="ray_collect_hang/train.py",
+        description={
+            "en": "Self-play RL job on its own local Ray cluster: 8 actors initialise (\"Created "
+                  "8/8 workers...\"), then every worker.run call blocks forever on a lock and the "
+                  "driver logs \"Waiting for 8 workers...\" around ray.wait timeouts. Needs ray.",
+            "zh": "在自己的本地 Ray 集群上运行的自我对弈强化学习任务：8 个 actor 初始化完成"
+                  "（\"Created 8/8 workers...\"），之后每个 worker.run 调用都永远阻塞在一把锁上，"
+                  "driver 在 ray.wait 超时之间打印 \"Waiting for 8 workers...\"。需要 ray。",
+        },
+        taxonomy="hang.ray-collect",
+        seed="001_1ea3a68e4614ca9e.txt",
+        related=("hang.ray-init",),
+        requires=("ray",),
+    ),
+    "ddp_mismatch": ScenarioSpec(
+        name="ddp_mismatch",
+        script="ddp_mismatch/train.py",
+        description={
+            "en": "Two-rank torch.distributed (gloo, CPU) job: a few training steps with "
+                  "all_reduce'd gradients, then the ranks take different code paths: rank 0 "
+                  "waits forever in an extra dist.all_reduce only it calls, rank 1 in "
+                  "dist.barrier() (gloo timeout 1 h). Needs torch.",
+            "zh": "两个 rank 的 torch.distributed（gloo，CPU）任务：先用 all_reduce 同步梯度训练"
+                  "几步，之后各 rank 走了不同的代码路径：rank 0 永远等在只有它调用的额外 "
+                  "dist.all_reduce 中，rank 1 等在 dist.barrier() 中（gloo 超时 1 小时）。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
     ),
 }
 
@@ -280,6 +329,16 @@ def _install_fake_bin(spec: ScenarioSpec, workdir: Path) -> str | None:
     return str(dst)
 
 
+def _has_module(interpreter: str, module: str) -> bool:
+    """Whether `interpreter` finds `module` (without importing it)."""
+    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    try:
+        return subprocess.run([interpreter, "-c", code], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def load(workdir: Path | str) -> Scenario:
     """The scenario recorded in WORKDIR/scenario.json."""
     path = Path(workdir) / STATE_FILE
@@ -336,6 +395,10 @@ def start(
     job_env.update(env or {})
 
     interpreter = python or default_python()
+    missing = [m for m in spec.requires if not _has_module(interpreter, m)]
+    if missing:
+        raise ScenarioError(f"scenario {name!r} needs {', '.join(missing)}, which {interpreter} "
+                            "cannot import (pass python=... / use an environment that has it)")
     script = SCENARIO_ROOT / spec.script
     argv = [interpreter, str(script), "--speed", f"{speed:g}"]
     if name == "loader_accumulating":

@@ -27,6 +27,15 @@ REQUESTS = {
     "port": {"port": 9, "connect_timeout": 0.2},
     "file": {"path": str(REPO / "tests/checks/*.py")},
     "system": {"paths": ["/"]},
+    "network": {"master_addr": "127.0.0.1", "master_port": 9, "port": 9, "connect_timeout": 0.2},
+    "python": {"code": "import sys\nresult = {'version': list(sys.version_info[:2])}"},
+    "host": {"paths": ["/"], "oom_window_s": 3600},
+    "ray": {"address": "127.0.0.1:9", "pending_after": 60, "limit": 100},
+    "checkpoint": {"path": str(REPO / "tests/checks/data/tiny.safetensors")},
+    "dataset": {"path": str(REPO / "tests/checks/data/*.jsonl"), "sample_rows": 10},
+    "stack": {"pid": 1, "native": False},
+    "torch": {"gpus_per_node": 2, "num_nodes": 1},
+    "nccl": {"pid": 1},
 }
 
 
@@ -58,7 +67,7 @@ def test_check_runs_in_the_probe(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CHECK_TYPES))
 def test_check_imports_only_the_standard_library(name: str) -> None:
     code = (
-        f"import sys; sys.path.insert(0, 'engine'); import runbook.checks.{name}; "
+        f"import sys; sys.path.insert(0, 'engine'); import {CHECK_TYPES[name]}; "
         f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])"
     )
     done = subprocess.run([PYTHON3, "-c", code], capture_output=True, text=True, cwd=REPO,

@@ -23,6 +23,15 @@ CHECK_TYPES: dict[str, str] = {
     "port": "runbook.checks.port",
     "file": "runbook.checks.file",
     "system": "runbook.checks.system",
+    "network": "runbook.checks.network",
+    "python": "runbook.checks.python_snippet",
+    "host": "runbook.checks.host",
+    "ray": "runbook.checks.ray_state",
+    "checkpoint": "runbook.checks.checkpoint",
+    "dataset": "runbook.checks.dataset",
+    "stack": "runbook.checks.stack",
+    "torch": "runbook.checks.torch_info",
+    "nccl": "runbook.checks.nccl",
 }
 
 

@@ -1,16 +1,37 @@
-"""`gpu`: GPU utilisation, memory, temperature, power and processes, via NVML or nvidia-smi."""
+"""`gpu`: GPU state and health per device, via NVML or nvidia-smi, and the driver's Xid events.
+
+State: utilisation, memory, processes. Health: temperature, clocks and the reasons they are
+lowered, power, ECC counters, retired pages, remapped rows, the PCIe link. The readers live
+in gpu_nvml.py and gpu_smi.py, the shared health logic in gpu_health.py, Xid in gpu_xid.py.
+"""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from runbook.checks.base import CheckContext, CommandOutcome
+from runbook.checks import gpu_health, gpu_xid
+from runbook.checks.base import CheckContext
+from runbook.checks.gpu_nvml import read_nvml
+from runbook.checks.gpu_smi import (  # noqa: F401  (re-exported: the parsers are this check's API)
+    APPS_QUERY,
+    FULL_QUERY,
+    GPU_QUERY,
+    REMAP_QUERY,
+    SMI,
+    attach_processes,
+    parse_apps_csv,
+    parse_gpu_csv,
+    parse_remap_csv,
+    read_smi,
+)
 
 NAME = "gpu"
 SUMMARY = {
-    "en": "GPU state per device: utilisation, memory, temperature, power, compute processes",
-    "zh": "每块 GPU 的状态：利用率、显存、温度、功耗和计算进程",
+    "en": "GPU state and health per device (utilisation, memory, temperature, clocks and throttling, "
+          "ECC, remapped rows, PCIe link, processes) and the driver's Xid events",
+    "zh": "每块 GPU 的状态与健康：利用率、显存、温度、时钟与降频原因、ECC、行重映射、PCIe 链路、"
+          "计算进程，以及驱动的 Xid 事件",
 }
 PARAMS: dict[str, Any] = {
     "type": "object",
@@ -21,13 +42,20 @@ PARAMS: dict[str, Any] = {
             "default": "auto",
             "description": "auto: NVML (pynvml) when importable, else nvidia-smi",
         },
+        "xid": {"type": "boolean", "default": True,
+                "description": "Read the driver's Xid events from the kernel log (dmesg, journalctl -k)"},
     },
     "additionalProperties": False,
 }
 _GPU_FIELDS = (
-    "index, name, uuid, utilization_percent, memory_used_mib, memory_total_mib, temperature_c, "
-    "power_w, processes: [{pid, used_mib}]"
+    "index, name, uuid, pci_bus_id, utilization_percent, memory_used_mib, memory_total_mib, "
+    "temperature_c, power_w, power_limit_w, clocks: {sm_mhz, mem_mhz, max_sm_mhz}, "
+    "throttle_reasons: [names], ecc: {volatile_uncorrected, volatile_corrected, aggregate_uncorrected, "
+    "aggregate_corrected}, retired_pages: {single_bit, double_bit, pending}, remapped_rows: "
+    "{correctable, uncorrectable, pending, failure}, pcie: {gen, max_gen, width, max_width, degraded}, "
+    "processes: [{pid, used_mib}]"
 )
+_REASONS = ", ".join(name for _, name, _ in gpu_health.THROTTLE_BITS)
 RESULT_FIELDS = {
     "available": {"type": "boolean", "en": "GPU state could be read (NVML or nvidia-smi works)",
                   "zh": "能读取 GPU 状态（NVML 或 nvidia-smi 可用）"},
@@ -41,27 +69,74 @@ RESULT_FIELDS = {
                    "zh": "auto 模式下未使用 NVML、改用 nvidia-smi 的原因（或 null）"},
     "driver_version": {"type": "string", "en": "NVIDIA driver version", "zh": "NVIDIA 驱动版本"},
     "count": {"type": "integer", "en": "Number of GPUs seen", "zh": "看到的 GPU 数量"},
-    "gpus": {"type": "array", "en": f"One entry per GPU: {{{_GPU_FIELDS}}} (null = not reported)",
-             "zh": f"每块 GPU 一项：{{{_GPU_FIELDS}}}（null 表示无法读取）"},
+    "gpus": {"type": "array",
+             "en": f"One entry per GPU: {{{_GPU_FIELDS}}} (null = not reported). throttle_reasons "
+                   f"come from: {_REASONS}. pcie.degraded: narrower than its maximum, or a lower "
+                   "generation while busy (an idle GPU lowers its generation to save power)",
+             "zh": f"每块 GPU 一项：{{{_GPU_FIELDS}}}（null 表示无法读取）。throttle_reasons 取值："
+                   f"{_REASONS}。pcie.degraded：链路宽度低于最大值，或 GPU 忙碌时代数低于最大值"
+                   "（空闲 GPU 会为省电降低链路代数）"},
     "max_util": {"type": "integer", "en": "Highest GPU utilisation percent (0 when no GPU)",
                  "zh": "最高的 GPU 利用率百分比（没有 GPU 时为 0）"},
     "mean_util": {"type": "number", "en": "Mean GPU utilisation percent (0 when no GPU)",
                   "zh": "GPU 平均利用率百分比（没有 GPU 时为 0）"},
     "memory_used_mib": {"type": "integer", "en": "GPU memory in use, summed over GPUs (MiB)",
                         "zh": "所有 GPU 已用显存之和（MiB）"},
+    "max_temperature_c": {"type": "integer", "en": "Hottest GPU temperature, °C (null when unknown)",
+                          "zh": "最高的 GPU 温度，摄氏度（无法读取时为 null）"},
+    "throttled": {"type": "array",
+                  "en": "Indexes of GPUs slowed by hardware: hw_slowdown, sw/hw thermal slowdown or "
+                        "hw_power_brake (a power cap under full load is not counted)",
+                  "zh": "因硬件原因降频的 GPU 序号：hw_slowdown、软件/硬件过热降频或 hw_power_brake"
+                        "（满载时的功耗上限不计入）"},
+    "ecc_uncorrected_total": {"type": "integer",
+                              "en": "Uncorrected ECC errors since the driver loaded, summed over GPUs",
+                              "zh": "驱动加载以来所有 GPU 的不可纠正 ECC 错误之和"},
+    "remap_pending": {"type": "boolean",
+                      "en": "Some GPU has a row remapping (or page retirement) pending: it needs a "
+                            "GPU reset or reboot",
+                      "zh": "有 GPU 存在待处理的行重映射（或页退役）：需要重置 GPU 或重启节点"},
+    "remap_failed": {"type": "boolean",
+                     "en": "Some GPU failed to remap a row: its memory is faulty, replace it",
+                     "zh": "有 GPU 行重映射失败：显存有故障，需要更换"},
+    "pcie_degraded": {"type": "array", "en": "Indexes of GPUs whose PCIe link is degraded",
+                      "zh": "PCIe 链路降级的 GPU 序号"},
+    "xid_readable": {"type": "boolean",
+                     "en": "The kernel log could be read for Xid events (dmesg or journalctl -k)",
+                     "zh": "能读取内核日志以查找 Xid 事件（dmesg 或 journalctl -k）"},
+    "xid_reason": {"type": "string", "en": "Why the kernel log could not be read (null when read)",
+                   "zh": "无法读取内核日志的原因（读取成功时为 null）"},
+    "xid_source": {"type": "string", "en": "Where Xid events were read: dmesg or journalctl",
+                   "zh": "Xid 事件的读取来源：dmesg 或 journalctl"},
+    "xid_count": {"type": "integer", "en": "Xid events since boot", "zh": "开机以来的 Xid 事件数"},
+    "xid_codes": {"type": "array", "en": "Distinct Xid codes since boot, sorted (e.g. 79 = fell off "
+                                         "the bus, 48 = double-bit ECC)",
+                  "zh": "开机以来出现的不同 Xid 代码，已排序（如 79 = GPU 掉卡，48 = 双比特 ECC 错误）"},
+    "xid_events": {"type": "array",
+                   "en": f"The last {gpu_xid.EVENTS_MAX} Xid events: {{code, pci, gpu_index, message, "
+                         "time}} (time in ISO 8601)",
+                   "zh": f"最近 {gpu_xid.EVENTS_MAX} 个 Xid 事件：{{code, pci, gpu_index, message, time}}"
+                         "（time 为 ISO 8601 时间）"},
 }
 DEFAULT_TIMEOUT = 10.0
 
-SMI = "nvidia-smi"
-GPU_QUERY = (
-    "index,name,uuid,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw,"
-    "driver_version"
-)
-APPS_QUERY = "gpu_uuid,pid,used_memory"
-_MIB = 1024 * 1024
+_XID_SHARE = 0.25  # of the time left, at most _XID_MAX_S, for reading the kernel log
+_XID_MAX_S = 2.0
 
 
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
+    # The kernel log first: a dead driver may hang the GPU queries, and Xid explains why.
+    if params.get("xid", True) is False:
+        xid = gpu_xid.empty("not asked (xid: false)")
+    else:
+        xid = gpu_xid.read_xid(ctx, min(_XID_MAX_S, ctx.remaining() * _XID_SHARE))
+    result = _gpu_state(params, ctx)
+    gpu_xid.attach_gpu_indexes(xid["xid_events"], result["gpus"])
+    result.update(xid)
+    return result
+
+
+def _gpu_state(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     source = params.get("source") or "auto"
     nvml_error = None
     if source in ("auto", "nvml"):
@@ -95,6 +170,7 @@ def _result(
         "max_util": max(utils) if utils else 0,
         "mean_util": round(sum(utils) / len(utils), 1) if utils else 0.0,
         "memory_used_mib": sum(used),
+        **gpu_health.summarize(gpus),
     }
 
 
@@ -133,88 +209,15 @@ def _via_nvml(pynvml: Any, ctx: CheckContext) -> tuple[dict[str, Any] | None, st
     return _result(True, None, "nvml", data["gpus"], data["driver_version"]), None
 
 
-def read_nvml(pynvml: Any) -> dict[str, Any]:
-    """{driver_version, gpus} from an NVML binding (raises when nvmlInit fails)."""
-    pynvml.nvmlInit()
-    try:
-        driver = _text(_call(pynvml.nvmlSystemGetDriverVersion))
-        count = int(pynvml.nvmlDeviceGetCount())
-        gpus = [_nvml_gpu(pynvml, index) for index in range(count)]
-    finally:
-        _call(pynvml.nvmlShutdown)
-    return {"driver_version": driver, "gpus": gpus}
-
-
-def _nvml_gpu(pynvml: Any, index: int) -> dict[str, Any]:
-    handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index)
-    util = _call(pynvml.nvmlDeviceGetUtilizationRates, handle)
-    memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
-    temperature = _call(pynvml.nvmlDeviceGetTemperature, handle,
-                        getattr(pynvml, "NVML_TEMPERATURE_GPU", 0))
-    power_mw = _call(pynvml.nvmlDeviceGetPowerUsage, handle)
-    procs = _call(pynvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
-    return {
-        "index": index,
-        "name": _text(_call(pynvml.nvmlDeviceGetName, handle)),
-        "uuid": _text(_call(pynvml.nvmlDeviceGetUUID, handle)),
-        "utilization_percent": _int_attr(util, "gpu"),
-        "memory_used_mib": _mib(getattr(memory, "used", None)),
-        "memory_total_mib": _mib(getattr(memory, "total", None)),
-        "temperature_c": temperature if isinstance(temperature, int) else None,
-        "power_w": round(power_mw / 1000.0, 2) if isinstance(power_mw, (int, float)) else None,
-        "processes": [
-            {"pid": _int_attr(p, "pid"), "used_mib": _mib(getattr(p, "usedGpuMemory", None))}
-            for p in procs
-        ],
-    }
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    """One NVML query; None when this GPU or driver does not support it or it fails."""
-    if args and args[0] is None:
-        return None  # no handle: every per-device query would fail anyway
-    try:
-        return fn(*args)
-    except Exception:
-        return None
-
-
-def _text(value: Any) -> str | None:
-    if isinstance(value, bytes):  # older pynvml returns bytes
-        return value.decode("utf-8", "replace")
-    return None if value is None else str(value)
-
-
-def _int_attr(obj: Any, name: str) -> int | None:
-    value = getattr(obj, name, None)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _mib(value: Any) -> int | None:
-    return value // _MIB if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 # -- nvidia-smi ---------------------------------------------------------------------------------
 
 
 def _via_smi(ctx: CheckContext, nvml_error: str | None) -> dict[str, Any]:
-    outcome = _smi(ctx, [f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"])
-    if outcome.not_found:
+    answer = read_smi(ctx)
+    if answer.not_found:
         return _result(False, _no_driver(nvml_error), None, nvml_error=nvml_error)
-    if outcome.timed_out:
-        return _result(True, _hung(outcome), SMI, timed_out=True, nvml_error=nvml_error)
-    if outcome.returncode != 0:
-        return _result(False, f"nvidia-smi failed: {_first_line(outcome)}", SMI,
-                       nvml_error=nvml_error)
-    gpus, driver = parse_gpu_csv(outcome.stdout)
-    apps = _smi(ctx, [f"--query-compute-apps={APPS_QUERY}", "--format=csv,noheader,nounits"])
-    reason = None
-    if apps.timed_out:
-        reason = _hung(apps)
-    elif apps.returncode == 0:
-        attach_processes(gpus, parse_apps_csv(apps.stdout))
-    return _result(True, reason, SMI, gpus, driver, timed_out=apps.timed_out,
-                   nvml_error=nvml_error)
+    return _result(answer.available, answer.reason, SMI, answer.gpus, answer.driver,
+                   timed_out=answer.timed_out, nvml_error=nvml_error)
 
 
 def _no_driver(nvml_error: str | None) -> str:
@@ -223,85 +226,3 @@ def _no_driver(nvml_error: str | None) -> str:
     if nvml_error.startswith("pynvml not importable"):
         return "no NVIDIA driver: pynvml not importable and nvidia-smi not on PATH"
     return f"no NVIDIA driver: NVML failed ({nvml_error}) and nvidia-smi not on PATH"
-
-
-def _smi(ctx: CheckContext, args: list[str]) -> CommandOutcome:
-    return ctx.run_command([SMI, *args], timeout=ctx.remaining())
-
-
-def _hung(outcome: CommandOutcome) -> str:
-    return f"nvidia-smi did not answer within {outcome.duration_s:.1f}s (killed)"
-
-
-def _first_line(outcome: CommandOutcome) -> str:
-    text = (outcome.stdout.strip() or outcome.stderr.strip() or f"exit {outcome.returncode}")
-    return text.splitlines()[0][:300]
-
-
-def parse_gpu_csv(text: str) -> tuple[list[dict[str, Any]], str | None]:
-    """GPUs from `nvidia-smi --query-gpu=GPU_QUERY --format=csv,noheader,nounits` output.
-
-    The trailing driver_version column is optional (8 or 9 columns).
-    """
-    gpus: list[dict[str, Any]] = []
-    driver = None
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) < 8 or _number(cells[0]) is None:
-            continue
-        gpus.append({
-            "index": int(cells[0]),
-            "name": _cell(cells[1]),
-            "uuid": _cell(cells[2]),
-            "utilization_percent": _int_cell(cells[3]),
-            "memory_used_mib": _int_cell(cells[4]),
-            "memory_total_mib": _int_cell(cells[5]),
-            "temperature_c": _int_cell(cells[6]),
-            "power_w": _number(cells[7]),
-            "processes": [],
-        })
-        if len(cells) > 8:
-            driver = _cell(cells[8]) or driver
-    return gpus, driver
-
-
-def parse_apps_csv(text: str) -> list[dict[str, Any]]:
-    """[{gpu_uuid, pid, used_mib}] from `--query-compute-apps=APPS_QUERY` output."""
-    apps: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) < 3 or _int_cell(cells[1]) is None:
-            continue  # e.g. "No running processes found"
-        apps.append({"gpu_uuid": cells[0], "pid": _int_cell(cells[1]),
-                     "used_mib": _int_cell(cells[2])})
-    return apps
-
-
-def attach_processes(gpus: list[dict[str, Any]], apps: list[dict[str, Any]]) -> None:
-    by_uuid = {gpu["uuid"]: gpu for gpu in gpus}
-    for app in apps:
-        gpu = by_uuid.get(app["gpu_uuid"])
-        if gpu is not None:
-            gpu["processes"].append({"pid": app["pid"], "used_mib": app["used_mib"]})
-
-
-def _cell(text: str) -> str | None:
-    """A CSV value; None for nvidia-smi's "[N/A]", "[Not Supported]", "[Unknown Error]"..."""
-    if not text or text.startswith("[") or text in ("N/A", "Not Supported"):
-        return None
-    return text
-
-
-def _number(text: str) -> float | None:
-    value = _cell(text)
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-def _int_cell(text: str) -> int | None:
-    value = _number(text)
-    return None if value is None else int(value)

@@ -1,19 +1,25 @@
-"""`log`: read the end of a training log: how fresh it is, its last lines, and pattern matches."""
+"""`log`: read the end of a training log: freshness, last lines, patterns, errors, loss, progress.
+
+Known error signatures, loss statistics and progress live in log_signals.py.
+"""
 
 from __future__ import annotations
 
 import glob
 import os
 import re
-import time
 from typing import Any
 
+from runbook.checks import log_signals
 from runbook.checks.base import CheckContext
+from runbook.checks.log_files import PER_FILE_MAX, all_files, matching_files, no_files, read_lines
 
 NAME = "log"
 SUMMARY = {
-    "en": "Read the end of a training log: last write time, last lines, and named regex matches",
-    "zh": "读取训练日志末尾：最后写入时间、最后几行，以及各命名正则的匹配情况",
+    "en": "Read the end of a training log (or every rank's): last write time, last lines, named regex "
+          "matches, known error signatures, loss statistics and training progress",
+    "zh": "读取训练日志末尾（或每个 rank 的日志）：最后写入时间、最后几行、各命名正则的匹配、"
+          "已知错误特征、loss 统计和训练进度",
 }
 PARAMS: dict[str, Any] = {
     "type": "object",
@@ -31,10 +37,23 @@ PARAMS: dict[str, Any] = {
         },
         "max_bytes": {"type": "integer", "minimum": 1, "default": 4_000_000,
                       "description": "Read at most this many bytes from the end of the file"},
+        "signatures": {"type": "boolean", "default": True,
+                       "description": "Count known error signatures (CUDA OOM, NCCL errors, ...)"},
+        "loss_window": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 50,
+                        "description": "Loss statistics and progress use the last N values "
+                                       "(pattern `loss`, else a default loss regex; `step` likewise)"},
+        "all_files": {"type": "boolean", "default": False,
+                      "description": "Analyse every file the glob matches (every rank's log), "
+                                     f"at most {PER_FILE_MAX}"},
     },
     "additionalProperties": False,
 }
 _PATTERN_FIELDS = "count, last_line, last_line_no, last_groups, last_value"
+_SIGNATURE_NAMES = ", ".join(log_signals.SIGNATURES)
+_LOSS_FIELDS = "count, last, last_raw, first, min, max, mean, trend, nan_count, inf_count"
+_PROGRESS_FIELDS = "last_step, steps_per_min, basis, seconds_since_progress"
+_PER_FILE_FIELDS = ("path, age_s, size_bytes, lines_read, last_step, signatures, first_signature, "
+                    "error")
 RESULT_FIELDS = {
     "exists": {"type": "boolean", "en": "A log file was found and read",
                "zh": "找到并读取了日志文件"},
@@ -65,34 +84,65 @@ RESULT_FIELDS = {
                      "zh": "最后一次匹配位置最靠后的模式名（都未匹配时为 null）"},
     "pattern_errors": {"type": "object", "en": "Patterns that are not valid regexes: name -> error",
                        "zh": "无效的正则表达式：模式名 -> 错误信息"},
+    "signatures": {"type": "object",
+                   "en": f"Known error signatures ({_SIGNATURE_NAMES}): name -> {{count, first_line_no, "
+                         "last_line_no, last_line}; every name present ({} when signatures: false)",
+                   "zh": f"已知错误特征（{_SIGNATURE_NAMES}）：名称 -> {{count, first_line_no, "
+                         "last_line_no, last_line}；所有名称都会出现（signatures: false 时为 {}）"},
+    "first_signature": {"type": "string",
+                        "en": "The error signature seen first (traceback aside): usually the cause",
+                        "zh": "最先出现的错误特征（traceback 除外）：通常就是起因"},
+    "loss_stats": {"type": "object",
+                   "en": f"The last loss_window loss values: {{{_LOSS_FIELDS}}}; last is null when "
+                         "NaN/Inf (last_raw shows it), trend compares the halves: down, up, flat",
+                   "zh": f"最近 loss_window 个 loss 值的统计：{{{_LOSS_FIELDS}}}；最后一个值为 NaN/Inf 时 "
+                         "last 为 null（见 last_raw），trend 比较前后两半：down、up、flat"},
+    "progress": {"type": "object",
+                 "en": f"Training progress: {{{_PROGRESS_FIELDS}}}; basis of steps_per_min: timestamps "
+                       "(in the step lines), printed_rate (it/s, ms per iteration), file_times (whole "
+                       "file read: its creation to last write) or none; seconds_since_progress is the "
+                       "file's age when its last line is a step line, else null",
+                 "zh": f"训练进度：{{{_PROGRESS_FIELDS}}}；steps_per_min 的依据 basis："
+                       "timestamps（步数行中的时间戳）、printed_rate（日志打印的 it/s 或每次迭代毫秒数）、"
+                       "file_times（读完整个文件时，按文件创建到最后写入的时间）或 none；"
+                       "最后一行是步数行时 seconds_since_progress 为文件的未更新时长，否则为 null"},
+    "per_file": {"type": "array",
+                 "en": f"With all_files: one entry per matching file, newest first (at most "
+                       f"{PER_FILE_MAX}): {{{_PER_FILE_FIELDS}}}; signatures holds nonzero counts",
+                 "zh": f"all_files 为 true 时，每个匹配文件一项，最新的在前（最多 {PER_FILE_MAX} 个）："
+                       f"{{{_PER_FILE_FIELDS}}}；signatures 只含非零计数"},
+    "slowest_file": {"type": "string",
+                     "en": "With all_files: the file written longest ago (the rank that stopped first)",
+                     "zh": "all_files 为 true 时，最久未写入的文件（最先停下的 rank）"},
+    "age_spread_s": {"type": "number",
+                     "en": "With all_files: seconds between the newest and the oldest last write",
+                     "zh": "all_files 为 true 时，最新与最旧的最后写入时间之差（秒）"},
 }
 DEFAULT_TIMEOUT = 10.0
 
 _LINE_MAX = 400
 _TAIL_MAX = 500
 _FILES_MAX = 200
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     patterns = params.get("patterns") or {}
     path = str(params.get("path") or "").strip()
     if not path:
-        return _missing("no log path given (--set log=PATH)", patterns)
-    files = _matching_files(os.path.expanduser(path))
+        return _missing("no log path given (--set log=PATH)", params)
+    files = matching_files(os.path.expanduser(path))
     if not files:
         return _missing(f"no file matches {path}" if glob.has_magic(path)
-                        else f"{path} does not exist or is not a regular file", patterns)
+                        else f"{path} does not exist or is not a regular file", params)
     primary = files[0]
     max_bytes = max(1, _int(params.get("max_bytes"), 4_000_000))
     try:
-        lines = _read_lines(primary["path"], max_bytes)
+        lines = read_lines(primary["path"], max_bytes)
     except OSError as exc:
-        return _missing(f"cannot read {primary['path']}: {exc}", patterns,
-                        files=files[:_FILES_MAX])
+        return _missing(f"cannot read {primary['path']}: {exc}", params, files=files[:_FILES_MAX])
     tail = min(max(_int(params.get("tail"), 20), 0), _TAIL_MAX)
     found, errors = scan_patterns(lines, patterns)
-    return {
+    result: dict[str, Any] = {
         "exists": True,
         "reason": None,
         "path": primary["path"],
@@ -105,18 +155,71 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
         "last_pattern": _latest(found),
         "pattern_errors": errors,
     }
+    whole = primary["size_bytes"] <= max_bytes
+    result.update(_analyse(lines, params, primary, ctx if whole else None))
+    if params.get("all_files"):
+        result.update(all_files(files, max_bytes, _step_regex(patterns), bool(params.get("signatures", True)),
+                                ctx))
+    else:
+        result.update(no_files())
+    return result
 
 
-def _missing(reason: str, patterns: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """The result when no log was read; every pattern is still present, with count 0."""
-    found, errors = scan_patterns([], patterns)
+def _missing(reason: str, params: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The result when no log was read; every pattern and signature is still present, count 0."""
+    found, errors = scan_patterns([], params.get("patterns") or {})
     result: dict[str, Any] = {
         "exists": False, "reason": reason, "path": None, "files": [], "size_bytes": None,
         "age_s": None, "lines_read": 0, "tail": [], "patterns": found, "last_pattern": None,
         "pattern_errors": errors,
     }
+    result.update(_analyse([], params, {"path": None, "age_s": None}, None))
+    result.update(no_files())
     result.update(extra)
     return result
+
+
+def _analyse(
+    lines: list[str], params: dict[str, Any], entry: dict[str, Any], ctx: CheckContext | None
+) -> dict[str, Any]:
+    """Signatures, loss statistics and progress; `ctx` only when the whole file was read."""
+    window = max(1, _int(params.get("loss_window"), 50))
+    signatures = log_signals.scan_signatures(lines) if params.get("signatures", True) else {}
+    patterns = params.get("patterns") or {}
+    loss = log_signals.last_matches(lines, _regex(patterns, "loss", log_signals.DEFAULT_LOSS), window)
+    steps = log_signals.last_matches(lines, _step_regex(patterns), window)
+    span = None if ctx is None else (lambda: _file_span(entry["path"], ctx))
+    return {
+        "signatures": signatures,
+        "first_signature": log_signals.first_signature(signatures),
+        "loss_stats": log_signals.loss_stats([value for _, value, _ in loss]),
+        "progress": log_signals.progress(lines, steps, entry["age_s"], span),
+    }
+
+
+def _regex(patterns: dict[str, Any], name: str, default: str) -> re.Pattern[str]:
+    """The runbook's pattern `name` when it compiles and has a group, else the default."""
+    try:
+        regex = re.compile(str(patterns[name]))
+        if regex.groups:
+            return regex
+    except (KeyError, re.error):
+        pass
+    return re.compile(default)
+
+
+def _step_regex(patterns: dict[str, Any]) -> re.Pattern[str]:
+    return _regex(patterns, "step", log_signals.DEFAULT_STEP)
+
+
+def _file_span(path: str, ctx: CheckContext) -> float | None:
+    """Seconds from the file's creation (birth) to its last write; None where unknown."""
+    outcome = ctx.run_command(["stat", "-c", "%W %Y", path], timeout=min(1.0, ctx.remaining()))
+    try:
+        birth, mtime = (int(x) for x in outcome.stdout.split())
+    except ValueError:
+        return None
+    return float(mtime - birth) if 0 < birth < mtime else None
 
 
 def _int(value: Any, default: int) -> int:
@@ -126,41 +229,6 @@ def _int(value: Any, default: int) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
-
-
-def _matching_files(path: str) -> list[dict[str, Any]]:
-    """Regular files the path (or glob) names, newest first."""
-    names = glob.glob(path) if glob.has_magic(path) else [path]
-    now = time.time()
-    files: list[dict[str, Any]] = []
-    for name in names:
-        try:
-            st = os.stat(name)
-        except OSError:
-            continue
-        if os.path.isfile(name):
-            files.append({"path": name, "size_bytes": st.st_size,
-                          "age_s": round(now - st.st_mtime, 3), "_mtime": st.st_mtime})
-    files.sort(key=lambda f: (-f["_mtime"], f["path"]))
-    for entry in files:
-        del entry["_mtime"]
-    return files
-
-
-def _read_lines(path: str, max_bytes: int) -> list[str]:
-    """Non-empty lines of the last `max_bytes` of a file (one read: the file may be growing)."""
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        start = max(0, f.tell() - max_bytes)
-        # From mid-file, read one byte more: it tells whether `start` begins a whole line.
-        f.seek(max(0, start - 1))
-        data = f.read(max_bytes + (1 if start else 0))
-    if start > 0:
-        # Drop the fragment before the first line break (a line cut by the byte limit).
-        breaks = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
-        data = data[min(breaks) + 1:] if breaks else data
-    text = data.decode("utf-8", "replace")
-    return [line for line in _LINE_BREAK.split(text) if line.strip()]
 
 
 def scan_patterns(
