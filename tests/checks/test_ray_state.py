@@ -80,9 +80,14 @@ def _pythons_without_ray() -> list[list[str]]:
 
 
 @pytest.mark.parametrize("python", _pythons_without_ray(), ids=lambda p: " ".join(p))
-def test_ray_missing(python: list[str]) -> None:
+def test_ray_missing(python: list[str], tmp_path: Path) -> None:
+    # The interpreter is named: by default the check uses the training process's Python.
+    wrapper = tmp_path / "python-without-ray"
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(python) + ' "$@"\n')
+    wrapper.chmod(0o755)
     start = time.monotonic()
-    answer = probe({"check": "ray", "with": {}, "timeout": 10}, python=python)
+    answer = probe({"check": "ray", "with": {"python": str(wrapper)}, "timeout": 10},
+                   python=python)
     result = answer["result"]
     assert result["available"] is False
     assert result["running"] is False

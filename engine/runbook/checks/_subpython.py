@@ -11,6 +11,7 @@ answer as one JSON line after MARK, last, on stdout.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,8 +35,57 @@ class WorkerOutcome:
 
 
 def default_python() -> str:
-    """The interpreter running the probe: on a node, usually the training environment's."""
-    return sys.executable or "python3"
+    """The training environment's interpreter, so checks import the job's own torch and ray.
+
+    That is the executable of a Python process on this node that a launcher gave
+    RANK/WORLD_SIZE, or that has libtorch or Ray's `_raylet` loaded; when there is
+    none, the Python running the probe.
+    """
+    return training_python() or sys.executable or "python3"
+
+
+def training_python() -> str | None:
+    """The interpreter of the most training-like Python process here, as it was invoked.
+
+    A launcher's RANK/WORLD_SIZE ranks first, then libtorch, then Ray's `_raylet`. The
+    path comes from the command line when it names a Python: a virtualenv's `python3` is
+    a symlink, and /proc/PID/exe would point past the venv to the base interpreter.
+    """
+    from runbook.checks import _procfs
+
+    skip = _procfs.ancestors(os.getpid()) | {os.getpid()}
+    best: tuple[int, str] | None = None
+    for pid in _procfs.pids():
+        if pid in skip:
+            continue
+        try:
+            found = _training_rank(pid, _procfs)
+        except (OSError, ValueError):
+            continue
+        if found and (best is None or found[0] < best[0]):
+            best = found
+            if found[0] == 0:
+                break
+    return best[1] if best else None
+
+
+def _training_rank(pid: int, procfs: Any) -> tuple[int, str] | None:
+    """(0 launcher env | 1 libtorch | 2 raylet, interpreter path) for a Python process."""
+    exe = procfs.exe(pid) or ""
+    argv = procfs.cmdline(pid)
+    invoked = argv[0] if argv and os.path.isabs(argv[0]) else ""
+    if not os.path.basename(invoked).startswith("python"):
+        invoked = ""
+    if not (invoked or os.path.basename(exe).startswith("python")):
+        return None
+    python = invoked or exe
+    if any(name in procfs.environ(pid) for name in procfs.RANK_VARS):
+        return 0, python
+    if procfs.maps_contain(pid, b"libtorch"):
+        return 1, python
+    if procfs.maps_contain(pid, b"_raylet"):
+        return 2, python
+    return None
 
 
 def run_worker(

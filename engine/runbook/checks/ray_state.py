@@ -57,6 +57,12 @@ PARAMS: dict[str, Any] = {
             "default": 1000,
             "description": "at most this many nodes, actors and tasks are read",
         },
+        "python": {
+            "type": "string",
+            "minLength": 1,
+            "description": "interpreter that imports ray (default: the training process's Python, "
+                           "else the probe's)",
+        },
     },
     "additionalProperties": False,
 }
@@ -310,12 +316,24 @@ finally:
 
 
 
+def _ray_importable(python: str, ctx: CheckContext) -> bool:
+    """Whether `python` finds ray, without importing it (cheap: no ray start-up cost)."""
+    if python == sys.executable:
+        return importlib.util.find_spec("ray") is not None
+    outcome = ctx.run_command([python, "-c", "import importlib.util as u, sys; "
+                               "sys.exit(u.find_spec('ray') is None)"], timeout=10)
+    return outcome.returncode == 0
+
+
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     pending_after = float(params.get("pending_after", 60))
     limit = int(params.get("limit", 1000))
     wanted = (params.get("address") or "").strip()
-    if importlib.util.find_spec("ray") is None:
-        return _result(False, f"ray is not importable by {sys.executable} ({INSTALL_HINT})")
+    from runbook.checks._subpython import default_python
+
+    python = params.get("python") or default_python()
+    if not _ray_importable(python, ctx):
+        return _result(False, f"ray is not importable by {python} ({INSTALL_HINT})")
 
     address, why_not, found = find_address(wanted, ctx)
     if address is None:
@@ -329,11 +347,11 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     budget = ctx.remaining()
     child = CheckContext(deadline=ctx.deadline, env=env)
     outcome = child.run_command(
-        [sys.executable, "-c", SNIPPET, address, f"{budget:.1f}", str(limit)], timeout=budget)
+        [python, "-c", SNIPPET, address, f"{budget:.1f}", str(limit)], timeout=budget)
     raw = parse_lines(outcome.stdout)
     if outcome.not_found or "import_error" in raw:
         why = raw.get("import_error") or outcome.stderr.strip()
-        return _result(False, f"ray is not importable by {sys.executable}: {why} ({INSTALL_HINT})",
+        return _result(False, f"ray is not importable by {python}: {why} ({INSTALL_HINT})",
                        address=address, addresses_found=found)
     result = _result(True, None, address=address, addresses_found=found,
                      timed_out=outcome.timed_out, ray_version=raw.get("ray_version"))
