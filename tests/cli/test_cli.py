@@ -80,7 +80,7 @@ def test_run_json_follows_the_report_contract(runbook_cli, tmp_path: Path) -> No
     assert node["conclusion"]["taxonomy"] == ["oom.gpu"]
     assert node["path"] == ["find-process", "exit-signatures"]
     assert report["summary"]["exit_code"] == out.returncode == 1
-    assert report["runbook"]["version"] == "1.1.0"
+    assert report["runbook"]["version"] == "1.2.0"
 
 
 def test_run_text_in_chinese_shows_path_evidence_and_fixes(runbook_cli, tmp_path: Path) -> None:
