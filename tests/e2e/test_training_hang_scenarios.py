@@ -112,3 +112,48 @@ def _processes_mentioning(path: str, word: bytes) -> list[int]:
             if path.encode() in cmdline and word in cmdline:
                 found.append(int(entry))
     return found
+
+
+def test_seed_002_ranks_deadlocked_in_mismatched_collectives(scenario) -> None:
+    pytest.importorskip("torch")
+    job = scenario("ddp_mismatch", speed=4)
+    assert job.wait_for_log(r"(?s)entering.*entering", timeout=60)
+    time.sleep(2.5)
+    code, report, _ = diagnose(job, "--set", "stall_after=2", "--set", "match=ddp_mismatch",
+                               auto=True)
+    node = report["nodes"][0]
+    assert node["conclusion"]["id"] == "collective-mismatch", node
+    assert node["conclusion"]["taxonomy"] == ["hang.collective"]
+    assert code == 1
+    stack = node["evidence"][-1]
+    assert stack["check"] == "stack"
+    ops = {r["op"] for r in stack["result"]["ranks"].values()}
+    assert ops == {"all_reduce", "barrier"}
+    assert stack["decided_by"]["result.odd_ranks"]  # the report names the mismatched rank
+    frames = [r["user_frame"] for r in stack["result"]["ranks"].values()]
+    assert all("ddp_mismatch/train.py" in f for f in frames)
+    # The same evidence ad hoc: `runbook check stack` names each rank's collective.
+    out = subprocess.run([sys.executable, "-m", "runbook", "check", "stack", "--with",
+                          "match=ddp_mismatch", "--format", "json"], capture_output=True,
+                         text=True, timeout=120)
+    ranks = json.loads(out.stdout)["nodes"][0]["result"]["ranks"]
+    assert {rank: r["op"] for rank, r in ranks.items()} == {"0": "all_reduce", "1": "barrier"}
+
+
+@pytest.mark.parametrize(("name", "conclusion", "taxonomy"), [
+    ("ray_actor_init_hang", "ray-workers-initialising", "hang.ray-init"),
+    ("ray_collect_hang", "ray-collect-stuck", "hang.ray-collect"),
+])
+def test_seed_001_ray_hangs(scenario, name: str, conclusion: str, taxonomy: str) -> None:
+    pytest.importorskip("ray")
+    job = scenario(name)
+    assert job.wait_for_log(r"Collecting trajectories", timeout=120)
+    time.sleep(3.5)
+    code, report, _ = diagnose(job, "--set", "stall_after=3", "--set", "ray_pending_after=2",
+                               "--set", f"match={name}/train.py", auto=True)
+    node = report["nodes"][0]
+    assert node["conclusion"]["id"] == conclusion, [
+        (e["step"], e["goto"], e["decided_by"]) for e in node["evidence"]]
+    assert node["conclusion"]["taxonomy"] == [taxonomy]
+    assert node["path"][-2:] == ["stack-dump", "ray-state"]
+    assert code == 1
