@@ -200,3 +200,12 @@ Host wrong-key
     assert nodes["via-jump"]["evidence"][0]["result"]["found"] is False
     assert nodes["wrong-key"]["status"] == "unreachable"
     assert "key refused" in nodes["wrong-key"]["reason"]
+
+
+def test_hosts_by_address_with_a_slurm_hostlist(make_cluster, tmp_path: Path) -> None:
+    cl = make_cluster(3)
+    first, last = (int(h.address.rsplit(".", 1)[1]) for h in (cl.hosts[0], cl.hosts[-1]))
+    spec = f"127.0.0.[{first}-{last}]"
+    out = runbook(cl, "run", "training-hang", "--nodes", spec, "--set", "match=^nothing$")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{spec}: ℹ No training process is running here" in out.stdout
