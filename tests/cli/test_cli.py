@@ -122,7 +122,10 @@ def test_usage_errors_exit_2_with_one_line(runbook_cli) -> None:
 
 def test_list_and_show(runbook_cli) -> None:
     listed = runbook_cli("list", "--format", "json")
-    assert [r["id"] for r in json.loads(listed.stdout)] == ["training-hang"]
+    ids = [r["id"] for r in json.loads(listed.stdout)]
+    on_disk = sorted(p.name.removesuffix(".yaml") for p in (ROOT / "runbooks").glob("*.yaml")
+                     if not p.name.endswith(".tests.yaml"))
+    assert ids == on_disk and "training-hang" in ids
     shown = runbook_cli("show", "training-hang", "--lang", "zh")
     assert shown.returncode == 0 and "训练卡住" in shown.stdout
     assert "when result.timed_out → gpu-driver-hang" in shown.stdout
