@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("runbook.cli.lint", "check runbook files and print every problem with its place"),
     "test": ("runbook.cli.test", "replay each runbook's canned check results through its tree"),
     "check": ("runbook.cli.check", "run one check ad hoc on nodes (like ansible -m) and print its result"),
+    "triage": ("runbook.cli.triage", "rank the runbooks a log points to, from their log signatures"),
+    "search": ("runbook.cli.search", "search runbooks and knowledge-base articles (English or 中文)"),
 }
 
 

@@ -1,0 +1,46 @@
+"""`runbook search QUERY`: runbooks and knowledge-base articles, in English or Chinese."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from runbook.textwidth import pad, width
+
+SNIPPET_COLUMNS = 150  # display columns of a snippet in text output (CJK characters take two)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runbook.kb import load_kb
+    from runbook.library import load_library
+    from runbook.search import SCHEMA, search
+
+    query = " ".join(args.query)
+    results = search(query, load_library(), load_kb(), args.lang, args.top)
+    zh = args.lang == "zh"
+    if args.format == "json":
+        print(json.dumps({"schema": SCHEMA, "query": query, "results": [r.to_json() for r in results]},
+                         ensure_ascii=False, indent=2))
+    elif not results:
+        print(f"没有与 “{query}” 匹配的 runbook 或文章" if zh
+              else f"no runbook or article matches '{query}'")
+    else:
+        for rank, result in enumerate(results, 1):
+            kind = {"runbook": "runbook", "kb": "文章" if zh else "kb"}[result.kind]
+            print(f"{rank:2d}. {pad(kind, 8)}{result.id} — {result.title}  ({result.score:.1f})")
+            if result.snippet and result.snippet != result.title:
+                print(f"    {_clip(result.snippet, SNIPPET_COLUMNS)}")
+            print(f"    → {result.command or result.path}")
+    return 0 if results else 1
+
+
+def _clip(text: str, columns: int) -> str:
+    """`text` cut to `columns` display columns, with an ellipsis when cut."""
+    if width(text) <= columns:
+        return text
+    out = ""
+    for ch in text:
+        if width(out + ch) > columns - 1:
+            break
+        out += ch
+    return out + "…"
