@@ -27,7 +27,7 @@ test: setup lint unit
 
 lint:
 	$(BIN)/ruff check engine tests scenarios bench
-	$(BIN)/runbook lint runbooks kb
+	$(BIN)/runbook lint
 	$(BIN)/runbook test runbooks
 
 # pytest exit 5 means "no tests ran": that is a failure, never a pass.

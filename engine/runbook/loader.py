@@ -214,8 +214,24 @@ class _Checker:
         for cid, conclusion in conclusions.items():
             if isinstance(conclusion, dict):
                 self._check_conclusion(cid, conclusion)
+        self._check_signatures(targets)
         self._check_reachable(steps, conclusions, start)
         self._check_texts(self.data, ())
+
+    def _check_signatures(self, targets: list[str]) -> None:
+        signatures = self.data.get("signatures")
+        for i, signature in enumerate(signatures if isinstance(signatures, list) else []):
+            if not isinstance(signature, dict):
+                continue  # the schema reports it
+            pattern = signature.get("pattern")
+            if isinstance(pattern, str):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    self.add(("signatures", i, "pattern"),
+                             f"pattern does not compile: {exc} (a Python regular expression)")
+            if "goto" in signature:
+                self._check_target(("signatures", i, "goto"), signature["goto"], targets)
 
     def _check_target(self, path: DocPath, target: Any, targets: list[str]) -> None:
         if not isinstance(target, str) or ":" in target:

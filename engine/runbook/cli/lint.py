@@ -1,7 +1,8 @@
 """`runbook lint [PATH...]`: every problem of every file, one line each; exit 2 on errors.
 
 Runbook files and knowledge-base folders are both linted; links between them are
-checked in both directions. With no PATH: the runbook search path and the kb.
+checked in both directions. With no PATH: the runbook search path and the kb, and
+then also that every taxonomy id has a conclusion (error) and an article (warning).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ def is_kb_dir(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from runbook.coverage import taxonomy_coverage
     from runbook.kb import check_links, kb_dirs, load_kb
     from runbook.library import load_library, runbook_files, search_path
 
@@ -36,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     problems = list(library.problems) + (list(kb.problems) if kb_paths else [])
     problems += [p for p in links if p.file in linted or kb_paths and p.file not in
                  {r.path for r in library.runbooks()}]
+    if not paths:
+        problems += taxonomy_coverage(library.runbooks(), kb)
     problems.sort(key=lambda p: (p.file, p.line, p.column))
     return _report(problems, len(files) + len(kb.articles) * bool(kb_paths), args.format)
 
