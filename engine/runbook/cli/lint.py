@@ -31,11 +31,12 @@ def run(args: argparse.Namespace) -> int:
     kb_paths = [p for p in paths if is_kb_dir(p)] if paths else kb_dirs()
     rb_paths = [p for p in paths if not is_kb_dir(p)] if paths else search_path()
     files = runbook_files(rb_paths)
-    library = load_library(rb_paths)
+    # Linting only articles still checks their links against the runbooks on the search path.
+    library = load_library(rb_paths or search_path())
     kb = load_kb(kb_paths or kb_dirs())
     links = check_links(kb, {r.id: r for r in library.runbooks()})
     linted = {str(f) for f in files}
-    problems = list(library.problems) + (list(kb.problems) if kb_paths else [])
+    problems = (list(library.problems) if rb_paths else []) + (list(kb.problems) if kb_paths else [])
     problems += [p for p in links if p.file in linted or kb_paths and p.file not in
                  {r.path for r in library.runbooks()}]
     if not paths:
