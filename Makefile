@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml scripts/system-packages.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,ray,torch,stack,data]'
+	$(BIN)/pip install --quiet -e '.[dev,ray,torch,stack,data,site,bench]'
 	touch $@
 
 # Start real faulty training jobs from scenarios/, diagnose each with `runbook run`, clean up.

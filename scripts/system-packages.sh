@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages the tests and benchmarks drive for real: OpenSSH's sshd (the loopback
-# test cluster), util-linux (unshare/nsenter), procps, and parallel-ssh (bench/fanout).
+# test cluster), util-linux (unshare/nsenter), procps, parallel-ssh (bench/fanout), and
+# Chromium with its WebDriver plus a CJK font (the site's browser tests and screenshots).
 # Installs only what is missing, and only as root; otherwise says what to install.
 set -euo pipefail
 need=()
@@ -9,9 +10,12 @@ command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v ps >/dev/null 2>&1 || need+=(procps)
 command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+fc-list 2>/dev/null | grep -qi 'wqy\|noto.*cjk' || need+=(fonts-wqy-microhei)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
-  echo "note: install these for the SSH tests and benchmarks: sudo apt-get install ${need[*]}" >&2
+  echo "note: install these for the SSH and browser tests and the benchmarks: sudo apt-get install ${need[*]}" >&2
   exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("runbook.cli.check", "run one check ad hoc on nodes (like ansible -m) and print its result"),
     "triage": ("runbook.cli.triage", "rank the runbooks a log points to, from their log signatures"),
     "search": ("runbook.cli.search", "search runbooks and knowledge-base articles (English or 中文)"),
+    "site": ("runbook.cli.site", "build or preview the bilingual static site (site build | site serve)"),
 }
 
 

@@ -1,0 +1,244 @@
+"""`runbook site build`: runbooks + knowledge base + check registry -> a static site in DIR.
+
+Pages are rendered with the theme's Jinja2 templates (autoescaped), Markdown with
+markdown-it (raw HTML off), flowcharts as inline SVG; then Pagefind indexes the
+HTML so the site can be searched offline, in English and Chinese.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from runbook import taxonomy
+from runbook.model import LANGS, Runbook, Text
+from runbook.problems import Problem, errors
+from runbook.site import pages as P
+from runbook.site.flowchart import flowchart_svg
+from runbook.site.markdown import MarkdownRenderer
+from runbook.site.theme import Theme
+
+SEARCH_LANGUAGE = "zh"  # one Pagefind index for both languages; see docs in site/README.md
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    pages: int
+    seconds: float
+    search_seconds: float
+    search_error: str | None  # why the search index is missing, or None
+
+
+def load_content(repo_url: str = "") -> tuple[P.Content, list[Problem]]:
+    """The runbooks on the search path, the knowledge base and the check registry; and the
+    errors found loading them (what failed to load is left out, everything else is there)."""
+    from runbook.checkdocs import describe_all
+    from runbook.kb import check_links, kb_dirs, load_kb
+    from runbook.library import load_library, search_path
+
+    library = load_library(search_path())
+    kb = load_kb(kb_dirs())
+    runbooks = {r.id: r for r in library.runbooks()}
+    broken = errors([*library.problems, *kb.problems, *check_links(kb, runbooks)])
+    content = P.Content(sorted(runbooks.values(), key=lambda r: r.id), kb, describe_all(), repo_url,
+                        repository_path)
+    return content, broken
+
+
+def repository_path(file: str) -> str:
+    """A content file's path inside its repository (for edit links): from runbooks/ or kb/ on."""
+    parts = Path(file).resolve().parts
+    for anchor in ("runbooks", "kb"):
+        if anchor in parts:
+            index = len(parts) - 1 - parts[::-1].index(anchor)
+            return "/".join(parts[index:])
+    return Path(file).name
+
+
+def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = True) -> BuildResult:
+    begin = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    _clear(out)
+    pages = P.all_pages(content)
+    for page in pages:
+        html = render_page(page, content, theme)
+        target = out / page.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, "utf-8")
+    for source in theme.static_files():
+        target = out / "static" / source.relative_to(theme.root / "static")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    rendered = time.perf_counter()
+    error = index_for_search(out) if search else "not built (--no-search)"
+    done = time.perf_counter()
+    return BuildResult(out, len(pages), done - begin, done - rendered, error)
+
+
+def _clear(out: Path) -> None:
+    """Remove what an earlier build wrote (only our own top-level entries)."""
+    for name in (*LANGS, "static", "pagefind", "index.html", "404.html"):
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def index_for_search(out: Path) -> str | None:
+    """Run Pagefind over the built HTML; return why it failed, or None."""
+    command = [sys.executable, "-m", "pagefind", "--site", str(out),
+               "--force-language", SEARCH_LANGUAGE, "--silent"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"pagefind did not run: {exc}"
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        reason = lines[-1] if lines else f"exit code {done.returncode}"
+        if "No module named pagefind" in reason:
+            reason = "pagefind is not installed (pip install 'runbook[site]')"
+        return reason
+    return None
+
+
+# -- rendering --
+
+
+def render_page(page: P.Page, content: P.Content, theme: Theme) -> str:
+    lang = page.lang or "en"
+    helpers = _helpers(page, content, theme, lang)
+    context: dict[str, Any] = {**helpers, **page.context}
+    extra = _PAGE_CONTEXT.get(page.template)
+    if extra:
+        context.update(extra(page, content, helpers))
+    return theme.env.get_template(page.template).render(context)
+
+
+def _helpers(page: P.Page, content: P.Content, theme: Theme, lang: str) -> dict[str, Any]:
+    renderer = MarkdownRenderer(lambda kind, target, anchor: _content_href(page, lang, kind, target, anchor))
+    strings = theme.strings[lang]
+    other = page.other_language()
+
+    def text(value: Text | str | None) -> str:
+        return value.get(lang) if isinstance(value, Text) else (value or "")
+
+    return {
+        "page": page, "lang": lang, "content": content,
+        "t": lambda key: strings[key], "strings": strings, "all_strings": theme.strings,
+        "text": text,
+        "md": lambda value: Markup(renderer.render(text(value)).html),
+        "mdi": lambda value: Markup(renderer.render_inline(text(value))),
+        "href": page.href,
+        "root": page.href(""),
+        "other_lang": next(x for x in LANGS if x != lang),
+        "other_url": page.href(other.removesuffix("index.html")) if other else None,
+        "runbook_href": lambda rid, anchor="": page.href(P.runbook_url(lang, rid, anchor)),
+        "article_href": lambda slug, anchor="": page.href(P.article_url(lang, slug, anchor)),
+        "check_href": lambda name: page.href(P.check_url(lang, name)),
+        "category_href": lambda tid: page.href(P.category_url(lang, tid)),
+        "link_href": lambda link: _see_also_href(page, lang, link),
+        "categories": taxonomy.load(),
+        "runbooks": content.runbooks,
+        "articles": {slug: v.get(lang) or next(iter(v.values())) for slug, v in
+                     sorted(content.kb.articles.items())},
+    }
+
+
+def _see_also_href(page: P.Page, lang: str, link: str) -> str:
+    kind, _, rest = link.partition(":")
+    target, _, anchor = rest.partition("#")
+    return _content_href(page, lang, kind, target, anchor)
+
+
+def _content_href(page: P.Page, lang: str, kind: str, target: str, anchor: str) -> str:
+    """Where `runbook:ID#anchor` or `kb:SLUG#anchor` points, relative to `page`."""
+    return page.href(P.runbook_url(lang, target, anchor) if kind == "runbook"
+                     else P.article_url(lang, target, anchor))
+
+
+def _runbook_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
+    rb: Runbook = page.context["runbook"]
+    lang = h["lang"]
+    by_id = {other.id: other for other in content.runbooks}
+
+    def handover_href(rid: str, step: str) -> str:
+        # `other:start` names the other runbook's first step, whatever it is called.
+        target = by_id[rid].start if step == "start" and rid in by_id else step
+        return page.href(P.runbook_url(lang, rid, target))
+
+    svg = flowchart_svg(rb, lang, anchor=lambda node_id: node_id, runbook_href=handover_href)
+
+    def goto_link(target: str) -> Markup:
+        if ":" in target:
+            rid, step = target.split(":", 1)
+            link = Markup('<a class="goto external" href="{}">{}</a>')
+            return link.format(handover_href(rid, step), target)
+        node = rb.steps.get(target) or rb.conclusions.get(target)
+        title = node.title.get(lang) if node else ""
+        return Markup('<a class="goto" href="#{}">{}</a> <span class="goto-title">{}</span>').format(
+            target, target, title)
+
+    return {
+        "goto_link": goto_link,
+        "flowchart": Markup(svg),
+        "run_command": run_command(rb),
+        "edit_url": content.edit_url(rb.path),
+        "related_articles": content.articles_linking(rb),
+        "entered_from": [(other, step) for other in content.runbooks for step in other.steps.values()
+                         if any(t.startswith(f"{rb.id}:") for t in _targets(step))],
+    }
+
+
+def _targets(step: Any) -> list[str]:
+    return [b.goto for b in step.branches] + ([step.default] if step.default else [])
+
+
+def run_command(rb: Runbook) -> str:
+    """The command line that runs this runbook, with its required params as placeholders."""
+    parts = ["runbook", "run", rb.id, "--nodes", "'gpu[01-16]'"]
+    for name, param in rb.params.items():
+        if param.required or name == "log":  # `log` is optional but what people nearly always pass
+            parts += ["--set", f"{name}=<{param.type}>"]
+    return " ".join(parts)
+
+
+def _article_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
+    slug = page.context["slug"]
+    versions = content.kb.articles[slug]
+    article = versions.get(h["lang"]) or next(iter(versions.values()))
+    rendered = MarkdownRenderer(lambda kind, target, fragment: _content_href(
+        page, h["lang"], kind, target, fragment)).render(article.body)
+    return {
+        "article": article,
+        "body": Markup(rendered.html),
+        "toc": [x for x in rendered.headings if x.level in (2, 3)],
+        "related_runbooks": content.runbooks_for_article(slug),
+        "edit_url": content.edit_url(article.path),
+        "fallback_language": article.lang != h["lang"],
+    }
+
+
+def _symptoms_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
+    return {"symptom_groups": P.symptom_index(content, h["lang"])}
+
+
+def _categories_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
+    return {"category_groups": P.category_index(content, h["lang"]), "llama3_total": P.LLAMA3_TOTAL}
+
+
+_PAGE_CONTEXT: dict[str, Callable[[P.Page, P.Content, dict[str, Any]], dict[str, Any]]] = {
+    "runbook.html": _runbook_context,
+    "article.html": _article_context,
+    "symptoms.html": _symptoms_context,
+    "categories.html": _categories_context,
+}

@@ -1,0 +1,163 @@
+"""Which pages the site has, where each lives, and what its template is given.
+
+Every page exists once per language, at the same path under `en/` and `zh/`, so the
+language switch is the same path with the other prefix. Links between pages are
+relative, so the site works from any base URL (or a plain file server).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runbook import taxonomy
+from runbook.checkdocs import CheckDoc
+from runbook.kb import Article, KnowledgeBase
+from runbook.model import LANGS, Conclusion, Runbook
+
+LLAMA3_TOTAL = 419  # unexpected interruptions in the Llama 3 paper's Table 5
+
+
+@dataclass
+class Page:
+    path: str  # file path inside the output directory, e.g. "en/runbooks/x/index.html"
+    template: str
+    lang: str | None  # None: a page outside the language trees (start page, 404)
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """The page's URL path from the site root ("en/runbooks/x/")."""
+        return self.path.removesuffix("index.html")
+
+    def href(self, target: str) -> str:
+        """A relative link from this page to `target` (a path from the site root, maybe #anchor)."""
+        target, _, anchor = target.partition("#")
+        here = posixpath.dirname(self.path) or "."
+        rel = posixpath.relpath(target or ".", here)
+        if (not target or target.endswith("/")) and not rel.endswith("/"):
+            rel += "/"
+        return rel + (f"#{anchor}" if anchor else "")
+
+    def other_language(self) -> str | None:
+        if self.lang is None:
+            return None
+        other = next(lang for lang in LANGS if lang != self.lang)
+        return other + self.path[len(self.lang):]
+
+
+def runbook_url(lang: str, runbook_id: str, anchor: str = "") -> str:
+    return f"{lang}/runbooks/{runbook_id}/" + (f"#{anchor}" if anchor else "")
+
+
+def article_url(lang: str, slug: str, anchor: str = "") -> str:
+    return f"{lang}/kb/{slug}/" + (f"#{anchor}" if anchor else "")
+
+
+def check_url(lang: str, check_type: str) -> str:
+    return f"{lang}/checks/{check_type}/"
+
+
+def category_url(lang: str, taxonomy_id: str) -> str:
+    return f"{lang}/categories/#{taxonomy_id}"
+
+
+@dataclass
+class Content:
+    """Everything the site shows, loaded once."""
+
+    runbooks: list[Runbook]
+    kb: KnowledgeBase
+    checks: list[CheckDoc]
+    repo_url: str  # e.g. "https://github.com/org/runbook/blob/main"; "" hides the edit links
+    source_path: Callable[[str], str]  # a file's path inside the repository, for edit links
+
+    def edit_url(self, file: str) -> str:
+        return f"{self.repo_url.rstrip('/')}/{self.source_path(file)}" if self.repo_url else ""
+
+    def articles_linking(self, runbook: Runbook) -> list[str]:
+        """Slugs of articles that name this runbook, or that its see_also names."""
+        slugs = {link.split(":", 1)[1].split("#")[0] for c in runbook.conclusions.values()
+                 for link in c.see_also if link.startswith("kb:")}
+        for slug, versions in self.kb.articles.items():
+            if any(runbook.id in a.runbooks for a in versions.values()):
+                slugs.add(slug)
+        return sorted(s for s in slugs if s in self.kb.articles)
+
+    def runbooks_for_article(self, slug: str) -> list[Runbook]:
+        named = {rid for a in self.kb.articles.get(slug, {}).values() for rid in a.runbooks}
+        return [rb for rb in self.runbooks if rb.id in named or any(
+            link.split("#")[0] == f"kb:{slug}" for c in rb.conclusions.values() for link in c.see_also)]
+
+
+def all_pages(content: Content) -> list[Page]:
+    pages = [Page("index.html", "start.html", None), Page("404.html", "404.html", None)]
+    for lang in LANGS:
+        pages.append(Page(f"{lang}/index.html", "home.html", lang))
+        pages.append(Page(f"{lang}/search/index.html", "search.html", lang))
+        pages.append(Page(f"{lang}/symptoms/index.html", "symptoms.html", lang))
+        pages.append(Page(f"{lang}/categories/index.html", "categories.html", lang))
+        pages.append(Page(f"{lang}/checks/index.html", "checks.html", lang))
+        pages.extend(Page(runbook_url(lang, rb.id) + "index.html", "runbook.html", lang,
+                          {"runbook": rb}) for rb in content.runbooks)
+        pages.extend(Page(article_url(lang, slug) + "index.html", "article.html", lang,
+                          {"slug": slug}) for slug in sorted(content.kb.articles))
+        pages.extend(Page(check_url(lang, doc.name) + "index.html", "check.html", lang,
+                          {"check": doc}) for doc in content.checks)
+    return pages
+
+
+# -- indexes --
+
+
+def primary_group(runbook: Runbook) -> str:
+    """The taxonomy group most of a runbook's conclusions belong to (for the symptom index)."""
+    categories = taxonomy.load()
+    counts: dict[str, int] = {}
+    for conclusion in runbook.conclusions.values():
+        for tid in conclusion.taxonomy:
+            group = categories[tid].group if tid in categories else "other"
+            counts[group] = counts.get(group, 0) + 1
+    order = list(dict.fromkeys(c.group for c in categories.values()))
+    return min(counts, key=lambda g: (-counts[g], order.index(g) if g in order else 99)) \
+        if counts else "other"
+
+
+def symptom_index(content: Content, lang: str) -> list[dict[str, Any]]:
+    """Symptoms grouped by area: [{group, entries: [{text, runbook}]}], areas in taxonomy order."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for rb in content.runbooks:
+        entries = groups.setdefault(primary_group(rb), [])
+        entries.extend({"text": s.get(lang), "runbook": rb} for s in rb.symptoms)
+    order = list(dict.fromkeys(c.group for c in taxonomy.load().values())) + ["other"]
+    return [{"group": g, "entries": groups[g]} for g in order if g in groups]
+
+
+@dataclass
+class CategoryRow:
+    id: str
+    text: str
+    conclusions: list[tuple[Runbook, Conclusion]]
+    articles: list[Article]
+    llama3: list[tuple[str, int, float]]  # (row, count, share of all interruptions in %)
+
+
+def category_index(content: Content, lang: str) -> list[tuple[str, list[CategoryRow]]]:
+    rows: dict[str, list[CategoryRow]] = {}
+    for cat in taxonomy.load().values():
+        concluded = [(rb, c) for rb in content.runbooks for c in rb.conclusions.values()
+                     if cat.id in c.taxonomy]
+        articles = [versions[lang] for versions in content.kb.articles.values()
+                    if lang in versions and cat.id in versions[lang].taxonomy]
+        rows.setdefault(cat.group, []).append(CategoryRow(
+            cat.id, cat.zh if lang == "zh" else cat.en, concluded, articles, _llama3_rows(cat.llama3)))
+    return list(rows.items())
+
+
+def _llama3_rows(llama3: dict[str, Any] | None) -> list[tuple[str, int, float]]:
+    if not llama3:
+        return []
+    rows = [llama3, *llama3.get("also", [])]
+    return [(str(r["row"]), int(r["count"]), 100.0 * int(r["count"]) / LLAMA3_TOTAL) for r in rows]
