@@ -141,6 +141,130 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="002_8c5ded5e8229fdf4.txt",
         requires=("torch",),
     ),
+    "master_port_taken": ScenarioSpec(
+        name="master_port_taken",
+        script="master_port_taken/train.py",
+        description={
+            "en": "A two-rank torch.distributed (gloo, CPU) launch whose MASTER_PORT is taken: "
+                  "a leftover TCPStore of a previous run still listens on it, rank 0's "
+                  "init_process_group fails with EADDRINUSE, the launcher exits non-zero and "
+                  "the leftover stays. Needs torch.",
+            "zh": "MASTER_PORT 已被占用的两 rank torch.distributed（gloo，CPU）启动：上一次运行残留的 "
+                  "TCPStore 仍在监听该端口，rank 0 的 init_process_group 因 EADDRINUSE 失败，启动器以"
+                  "非零状态退出，残留进程仍在。需要 torch。",
+        },
+        taxonomy="launch.port-in-use",
+        severity="critical",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    "unrecognized_args": ScenarioSpec(
+        name="unrecognized_args",
+        script="unrecognized_args/train.py",
+        description={
+            "en": "A launch whose command line the training program's argparse parser rejects: "
+                  "the built-in launch command gives a boolean flag a value (--model-use-moe "
+                  "true); other wrong options (an old name such as --lr-warmup 100) come as extra "
+                  "arguments. The job prints usage and 'train.py: error: unrecognized arguments: "
+                  "...' and exits with status 2. The program (python -m llm.training.train, "
+                  "next to train.py) answers --help.",
+            "zh": "训练程序的 argparse 解析器拒绝了启动命令行：内置的启动命令给布尔参数带了值"
+                  "（--model-use-moe true）；其他错误参数（如旧名称 --lr-warmup 100）可作为额外参数"
+                  "传入。作业打印 usage 和 'train.py: error: unrecognized arguments: ...' 后以状态 2 "
+                  "退出。该程序（train.py 旁边的 python -m llm.training.train）可以运行 --help。",
+        },
+        taxonomy="launch.cli-args",
+        seed="002_8c5ded5e8229fdf4.txt",
+    ),
+    "world_size_exceeds_devices": ScenarioSpec(
+        name="world_size_exceeds_devices",
+        script="world_size_exceeds_devices/train.py",
+        description={
+            "en": "A torch.distributed (gloo, CPU) job configured for 4 ranks per node "
+                  "(world_size 4) on a node that gave it two devices (CUDA_VISIBLE_DEVICES=0,1): "
+                  "the launcher starts one process per device, and ranks 0 and 1 wait in "
+                  "init_process_group for ranks 2 and 3, which never come (timeout 30 min). "
+                  "Needs torch.",
+            "zh": "按每节点 4 个 rank（world_size 为 4）配置的 torch.distributed（gloo，CPU）任务，"
+                  "节点只分配了两个设备（CUDA_VISIBLE_DEVICES=0,1）：启动器按设备数启动进程，"
+                  "rank 0 和 1 在 init_process_group 中等待永远不会到来的 rank 2 和 3（超时 30 分钟）。"
+                  "需要 torch。",
+        },
+        taxonomy="launch.world-size",
+        severity="critical",
+        seed="002_8c5ded5e8229fdf4.txt",
+        related=("launch.rendezvous",),
+        requires=("torch",),
+    ),
+    "data_generation_stuck": ScenarioSpec(
+        name="data_generation_stuck",
+        script="data_generation_stuck/train.py",
+        description={
+            "en": "GKD-style job whose log stops at '(TaskRunner pid=N) Generating train split: 0 "
+                  "examples [00:00, ? examples/s]': its TaskRunner process opens the train data "
+                  "file, a named pipe nobody writes, and sleeps in open() forever (state S, no "
+                  "CPU); the driver waits for it.",
+            "zh": "GKD 类任务，日志停在 '(TaskRunner pid=N) Generating train split: 0 examples "
+                  "[00:00, ? examples/s]'：TaskRunner 进程打开训练数据文件，而该文件是一个没有写入者"
+                  "的命名管道，于是永远在 open() 中休眠（S 状态，不占 CPU）；主进程一直等待它。",
+        },
+        taxonomy="hang.dataloader",
+        seed="004_38db7c1f00092d63.txt",
+    ),
+    "nan_loss": ScenarioSpec(
+        name="nan_loss",
+        script="nan_loss/train.py",
+        description={
+            "en": "Real torch training loop (MLP regression, SGD) with a learning rate far too high "
+                  "(5.0), no warmup and no gradient clipping: the loss goes to inf within a few "
+                  "steps, then NaN, and the job trains on logging `loss nan | grad_norm nan`. "
+                  "Needs torch.",
+            "zh": "真实的 torch 训练循环（MLP 回归，SGD），学习率过大（5.0）、没有 warmup、没有梯度裁剪："
+                  "几步之内损失变为 inf，随后变为 NaN，任务继续训练并打印 `loss nan | grad_norm nan`。"
+                  "需要 torch。",
+        },
+        taxonomy="numerics.nan-loss",
+        seed="003_1dd9d86bdb9eee1e.txt",
+        related=("numerics.lr-schedule",),
+        requires=("torch",),
+    ),
+    "cuda_oom": ScenarioSpec(
+        name="cuda_oom",
+        script="cuda_oom/train.py",
+        description={
+            "en": "GPT pretraining job (1.3B parameters, batch 16 x 2048, attention kept in full) "
+                  "whose first forward pass does not fit an 80 GB GPU: real model code runs on torch's "
+                  "meta device under a model of the CUDA caching allocator, which raises "
+                  "torch.OutOfMemoryError with PyTorch's message; the job exits 1. Needs torch.",
+            "zh": "GPT 预训练任务（13 亿参数，批量 16 x 2048，完整保存注意力矩阵），第一次前向传播就放不进 "
+                  "80 GB 的 GPU：真实的模型代码在 torch 的 meta 设备上运行，由 CUDA 缓存分配器的模型"
+                  "分配显存，抛出带 PyTorch 原始信息的 torch.OutOfMemoryError；任务以状态 1 退出。"
+                  "需要 torch。",
+        },
+        taxonomy="oom.gpu",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    "state_dict_mismatch": ScenarioSpec(
+        name="state_dict_mismatch",
+        script="state_dict_mismatch/train.py",
+        description={
+            "en": "Resubmitted training job: attempt 1 (DDP, gloo, CPU) trains and torch.saves a "
+                  "complete checkpoint from the DDP-wrapped model (keys carry `module.`); attempt 2 "
+                  "calls model.load_state_dict(torch.load(...)) on the bare model and dies of torch's "
+                  "\"Missing key(s) in state_dict\" RuntimeError. The checkpoint stays on disk "
+                  "(--variant config: saved with MoE blocks, resumed without). Needs torch.",
+            "zh": "被重新提交的训练任务：第 1 次运行（DDP，gloo，CPU）训练后用 torch.save 从 DDP 封装的模型"
+                  "保存完整检查点（键带 `module.` 前缀）；第 2 次运行在未封装的模型上调用 "
+                  "model.load_state_dict(torch.load(...))，因 torch 的 \"Missing key(s) in state_dict\" "
+                  "RuntimeError 退出。检查点保留在磁盘上（--variant config：用 MoE 保存、不用 MoE 恢复）。"
+                  "需要 torch。",
+        },
+        taxonomy="checkpoint.key-mismatch",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }
 
 

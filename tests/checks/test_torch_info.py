@@ -54,6 +54,7 @@ def test_real_cpu_torch(make_ctx: Callable[..., CheckContext]) -> None:
     assert result["env_source"] == "probe"
     assert result["distributed"] == dict.fromkeys(torch_info.DIST_VARS)
     assert result["world_size"] is None and result["world_size_ok"] is None
+    assert result["visible_devices"] is None  # CUDA_VISIBLE_DEVICES not set
 
 
 @needs_torch
@@ -61,7 +62,7 @@ def test_world_size_mismatch_read_from_the_training_process(
     rank_process: Callable[..., subprocess.Popen[bytes]], make_ctx: Callable[..., CheckContext],
 ) -> None:
     proc = rank_process(RANK="3", WORLD_SIZE="8", LOCAL_RANK="1", LOCAL_WORLD_SIZE="2",
-                        MASTER_ADDR="10.0.0.1", MASTER_PORT="29500")
+                        MASTER_ADDR="10.0.0.1", MASTER_PORT="29500", CUDA_VISIBLE_DEVICES="0,1")
     result = torch_info.run({"pid": proc.pid, "gpus_per_node": 2, "num_nodes": 2}, make_ctx(60))
     assert result["available"] is True, result["reason"]
     assert result["env_source"] == f"pid {proc.pid}" and result["env_error"] is None
@@ -72,6 +73,7 @@ def test_world_size_mismatch_read_from_the_training_process(
     assert result["world_size"] == 8 and result["expected_world_size"] == 4
     assert result["world_size_ok"] is False
     assert result["world_size_reason"] == "world_size is 8, but num_nodes*gpus_per_node is 4 (2*2)"
+    assert result["visible_devices"] == 2  # the training process's CUDA_VISIBLE_DEVICES
 
 
 @needs_torch
@@ -91,6 +93,18 @@ def test_world_size_check() -> None:
         "cannot compare: gpus_per_node unknown")
     given = torch_info.world_size_check(8, 1, 4, 8)  # the parameter wins over device_count
     assert given["expected_world_size"] == 4 and given["world_size_ok"] is False
+
+
+def test_visible_devices() -> None:
+    assert torch_info.visible_devices(None) is None  # unset: every device is visible
+    assert torch_info.visible_devices("0,1") == 2
+    assert torch_info.visible_devices(" 0, 1 ,2,3") == 4
+    assert torch_info.visible_devices("GPU-5b3c0f9e-1a2b-3c4d-5e6f-0123456789ab,MIG-1") == 2
+    # CUDA stops at the first invalid entry: these hide every device, or the ones after it
+    assert torch_info.visible_devices("") == 0
+    assert torch_info.visible_devices("-1") == 0
+    assert torch_info.visible_devices("NoDevFiles") == 0
+    assert torch_info.visible_devices("0,1,-1,2") == 2
 
 
 def _fake_python(tmp_path: Path, body: str) -> str:

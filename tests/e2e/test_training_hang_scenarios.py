@@ -30,6 +30,16 @@ def diagnose(scenario: Scenario, *sets: str, auto: bool = False) -> tuple[int, d
     return out.returncode, json.loads(out.stdout), elapsed
 
 
+def wait_quiet(log: Path, quiet_s: float, timeout: float) -> bool:
+    """Wait (bounded) until `log` has not been written for `quiet_s` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if time.time() - log.stat().st_mtime >= quiet_s:
+            return True
+        time.sleep(0.25)
+    return False
+
+
 @pytest.fixture
 def scenario(tmp_path: Path):
     started: list[Scenario] = []
@@ -148,7 +158,8 @@ def test_seed_001_ray_hangs(scenario, name: str, conclusion: str, taxonomy: str)
     pytest.importorskip("ray")
     job = scenario(name)
     assert job.wait_for_log(r"Collecting trajectories", timeout=120)
-    time.sleep(3.5)
+    # Ray may still print start-up lines: diagnose once the log has really gone quiet.
+    assert wait_quiet(job.log, quiet_s=4.0, timeout=90)
     code, report, _ = diagnose(job, "--set", "stall_after=3", "--set", "ray_pending_after=2",
                                "--set", f"match={name}/train.py", auto=True)
     node = report["nodes"][0]

@@ -7,7 +7,9 @@ process's interpreter and its CUDA_VISIBLE_DEVICES / PYTHONPATH / LD_LIBRARY_PAT
 distributed variables are read from that process's environment (/proc/PID/environ).
 
 world_size should equal num_nodes * gpus_per_node (seed 002's "DDP Misconfiguration: world_size
-is X, but ... insufficient GPUs"); gpus_per_node defaults to the GPUs torch sees.
+is X, but ... insufficient GPUs"); gpus_per_node defaults to the GPUs torch sees. visible_devices
+counts the devices the job's CUDA_VISIBLE_DEVICES lists, which a runbook can compare with
+LOCAL_WORLD_SIZE where torch sees no GPU at all (a CPU-only build, a broken driver).
 """
 
 from __future__ import annotations
@@ -85,6 +87,11 @@ RESULT_FIELDS = {
     "distributed": {"type": "object",
                     "en": f"{{{', '.join(DIST_VARS)}}} as set (null when not set)",
                     "zh": f"{{{', '.join(DIST_VARS)}}} 的值（未设置时为 null）"},
+    "visible_devices": {"type": "integer",
+                        "en": "Devices the job's CUDA_VISIBLE_DEVICES lists, up to the first invalid "
+                              "entry as CUDA reads it (\"-1\" and \"NoDevFiles\" give 0; null when unset)",
+                        "zh": "任务的 CUDA_VISIBLE_DEVICES 中列出的设备数，按 CUDA 的方式读到第一个无效项为止"
+                              "（\"-1\" 和 \"NoDevFiles\" 为 0；未设置时为 null）"},
     "world_size": {"type": "integer", "en": "WORLD_SIZE as a number (null when not set)",
                    "zh": "WORLD_SIZE 的数值（未设置时为 null）"},
     "gpus_per_node": {"type": "integer",
@@ -114,6 +121,7 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     env, proc_env = _job_env(pid, ctx, result)
     result["distributed"] = {name: env.get(name) for name in DIST_VARS}
     result["world_size"] = process._env_int(env, "WORLD_SIZE")
+    result["visible_devices"] = visible_devices(env.get("CUDA_VISIBLE_DEVICES"))
     python = params.get("python") or (interpreter_of(pid, proc_env) if proc_env else None)
     result["python"] = python or default_python()
     result.update(_ask_torch(ctx, result["python"], proc_env))
@@ -176,6 +184,23 @@ def _ask_torch(ctx: CheckContext, python: str, proc_env: dict[str, str] | None) 
             why = f"torch is not installed for {python} ({why})"
         return {"available": False, "reason": why}
     return {"available": True, "reason": None, **{name: data.get(name) for name in _TORCH_FIELDS}}
+
+
+def visible_devices(value: str | None) -> int | None:
+    """How many devices CUDA_VISIBLE_DEVICES lists (None when unset: every device is visible).
+
+    CUDA reads the list up to the first entry that is neither an index nor a GPU-/MIG- UUID, so
+    "-1", "NoDevFiles" and "" hide every device and "0,1,-1,2" shows two.
+    """
+    if value is None:
+        return None
+    count = 0
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not (entry.isdigit() or entry.startswith(("GPU-", "MIG-"))):
+            break
+        count += 1
+    return count
 
 
 def _int_param(value: Any) -> int | None:

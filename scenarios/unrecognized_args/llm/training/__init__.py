@@ -1,0 +1,1 @@
+"""Training entry point and loop (`python -m llm.training.train --help`)."""
