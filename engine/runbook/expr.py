@@ -187,10 +187,15 @@ class Template:
         return self.source
 
 
-def compile_value(value: Any) -> Any:
-    """Compile every string holding `{{ }}` inside a `with:` value (raises ExprError)."""
+def compile_value(value: Any, shell_keys: tuple[str, ...] = ()) -> Any:
+    """Compile every string holding `{{ }}` inside a `with:` value (raises ExprError).
+
+    Top-level keys in `shell_keys` are shell command lines: values substituted into them
+    are shell-quoted, as in a fix's `run:`.
+    """
     if isinstance(value, dict):
-        return {k: compile_value(v) for k, v in value.items()}
+        return {k: _ShellTemplate(compile_command(v)) if k in shell_keys and isinstance(v, str)
+                and ("{{" in v) else compile_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [compile_value(v) for v in value]
     if not isinstance(value, str) or "{{" not in value and "{%" not in value:
@@ -243,6 +248,16 @@ def compile_command(source: str) -> Any:
             if not isinstance(part, nodes.TemplateData):
                 _vet(part, env)
     return env.from_string(source)
+
+
+class _ShellTemplate:
+    """A command-line parameter compiled with shell quoting; renders like a Template."""
+
+    def __init__(self, template: Any) -> None:
+        self.template = template
+
+    def render(self, variables: dict[str, Any]) -> str:
+        return str(self.template.render(**variables))
 
 
 def render_value(compiled: Any, variables: dict[str, Any]) -> Any:

@@ -31,6 +31,7 @@ from runbook.model import (
     Signature,
     Step,
     Text,
+    Verify,
 )
 from runbook.problems import DocPath, Problem, did_you_mean
 from runbook.yamlpos import DuplicateKeyError, Positions, parse
@@ -46,6 +47,8 @@ class Compiled:
     when: dict[tuple[str, int], expr.Expression] = field(default_factory=dict)
     with_: dict[str, Any] = field(default_factory=dict)
     fix_runs: dict[tuple[str, int], Any] = field(default_factory=dict)
+    fix_verify_with: dict[tuple[str, int], Any] = field(default_factory=dict)  # (conclusion, fix)
+    fix_verify_passes: dict[tuple[str, int], expr.Expression] = field(default_factory=dict)
 
 
 @dataclass
@@ -281,7 +284,7 @@ class _Checker:
             return  # reported by the schema's enum
         with_ = check.get("with") if isinstance(check.get("with"), dict) else {}
         try:
-            self.compiled.with_[step_id] = expr.compile_value(with_)
+            self.compiled.with_[step_id] = expr.compile_value(with_, _shell_params(ctype))
         except expr.ExprError as exc:
             self.add((*path, "with"), f"bad template: {exc}")
         self._check_param_refs((*path, "with"), json.dumps(with_, default=str), params)
@@ -310,6 +313,31 @@ class _Checker:
             else:
                 self.add(where, f"bad parameter for check {ctype!r}: {error.message}")
 
+    def _check_verify(self, path: DocPath, key: tuple[str, int], verify: dict[str, Any]) -> None:
+        params = self.data.get("params") if isinstance(self.data.get("params"), dict) else {}
+        check = verify.get("check")
+        if isinstance(check, dict) and check.get("type") not in CHECK_TYPES:
+            self.add((*path, "check", "type"), f"unknown check type {check.get('type')!r}"
+                     f"{did_you_mean(str(check.get('type')), CHECK_TYPES)}")
+        elif isinstance(check, dict):
+            with_ = check.get("with") if isinstance(check.get("with"), dict) else {}
+            try:
+                shell = _shell_params(str(check["type"]))
+                self.compiled.fix_verify_with[key] = expr.compile_value(with_, shell)
+            except expr.ExprError as exc:
+                self.add((*path, "check", "with"), f"bad template: {exc}")
+            literal = {k: v for k, v in with_.items() if not (isinstance(v, str) and "{{" in v)}
+            self._check_params_schema((*path, "check"), str(check["type"]), literal,
+                                      templated=set(with_) - set(literal))
+        passes = verify.get("passes")
+        if isinstance(passes, str):
+            try:
+                self.compiled.fix_verify_passes[key] = expr.compile_expression(passes)
+            except expr.ExprError as exc:
+                self.add((*path, "passes"), f"bad condition {passes!r}: {exc}")
+                return
+            self._check_param_refs((*path, "passes"), passes, params)
+
     def _check_conclusion(self, cid: str, conclusion: dict[str, Any]) -> None:
         base: DocPath = ("conclusions", cid)
         known = taxonomy.load()
@@ -326,6 +354,9 @@ class _Checker:
                     self.compiled.fix_runs[(cid, i)] = expr.compile_command(run)
                 except expr.ExprError as exc:
                     self.add((*base, "fixes", i, "run"), f"bad command template: {exc}")
+            verify = fix.get("verify") if isinstance(fix, dict) else None
+            if isinstance(verify, dict):
+                self._check_verify((*base, "fixes", i, "verify"), (cid, i), verify)
         if not ids and conclusion.get("severity") in ("warning", "critical"):
             self.add((*base, "taxonomy"), "a warning or critical conclusion needs at least one "
                      "taxonomy id (see taxonomy.yaml)")
@@ -361,6 +392,11 @@ class _Checker:
         elif isinstance(value, list):
             for i, child in enumerate(value):
                 self._check_texts(child, (*path, i))
+
+
+def _shell_params(check_type: str) -> tuple[str, ...]:
+    """Parameters of a check type that are shell command lines (values substituted are quoted)."""
+    return tuple(getattr(load_check(check_type), "SHELL_PARAMS", ()))
 
 
 def _looks_untranslated(en: str, zh: str) -> bool:
@@ -406,8 +442,17 @@ def _build_step(step_id: str, s: dict[str, Any]) -> Step:
     )
 
 
+def _verify(v: dict[str, Any] | None) -> Verify | None:
+    if not v:
+        return None
+    check = v["check"]
+    timeout = parse_duration(check["timeout"]) if "timeout" in check else None
+    return Verify(Check(check["type"], dict(check.get("with") or {}), timeout), v["passes"])
+
+
 def _build_conclusion(cid: str, c: dict[str, Any]) -> Conclusion:
-    fixes = [Fix(Text(**f["title"]), _text(f.get("body")), f.get("run"), f["effect"])
+    fixes = [Fix(Text(**f["title"]), _text(f.get("body")), f.get("run"), f["effect"],
+                 _verify(f.get("verify")))
              for f in c.get("fixes") or []]
     return Conclusion(cid, c["severity"], list(c["taxonomy"]), Text(**c["title"]),
                       Text(**c["explanation"]), fixes, list(c.get("see_also") or []))

@@ -55,11 +55,20 @@ class Step:
 
 
 @dataclass
+class Verify:
+    """A check run on the node after its fix, and the condition on its result that means it worked."""
+
+    check: Check
+    passes: str  # Jinja2 expression over `result`, like a branch's `when`
+
+
+@dataclass
 class Fix:
     title: Text
     body: Text | None
     run: str | None
     effect: str
+    verify: Verify | None = None
 
 
 @dataclass

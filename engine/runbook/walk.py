@@ -52,6 +52,8 @@ class NodeOutcome:
     reason: str | None = None
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> result, for `steps`
     fix_commands: list[str | None] = field(default_factory=list)  # rendered for this node
+    # Per fix: the verify check's request rendered for this node ({"check", "with", "timeout"}).
+    fix_verifies: list[dict[str, Any] | None] = field(default_factory=list)
 
 
 @dataclass
@@ -212,6 +214,7 @@ class Walk:
             outcome.status, outcome.conclusion, outcome.conclusion_runbook = (
                 CONCLUDED, conclusion, runbook)
             outcome.fix_commands = self._render_fixes(outcome, runbook, conclusion)
+            outcome.fix_verifies = self._render_verifies(outcome, runbook, conclusion)
             self._done(outcome)
         elif len(outcome.path) >= self.options.max_steps:
             self._fail(outcome, ERROR, f"walked {len(outcome.path)} steps without a conclusion "
@@ -229,6 +232,25 @@ class Walk:
             except Exception as exc:
                 commands.append(f"# cannot render this command on this node: {exc}")
         return commands
+
+    def _render_verifies(self, outcome: NodeOutcome, runbook: Runbook,
+                         conclusion: Conclusion) -> list[dict[str, Any] | None]:
+        compiled = self.library.by_id[runbook.id].compiled
+        variables = self._variables(outcome, runbook)
+        requests: list[dict[str, Any] | None] = []
+        for i, fix in enumerate(conclusion.fixes):
+            template = compiled.fix_verify_with.get((conclusion.id, i))
+            if fix.verify is None or template is None:
+                requests.append(None)
+                continue
+            try:
+                rendered = _drop_none(expr.render_value(template, variables))
+            except Exception as exc:  # reported as a verify that could not run
+                rendered = {"__error__": f"cannot render the verify check on this node: {exc}"}
+            timeout = fix.verify.check.timeout or float(load_check(fix.verify.check.type).DEFAULT_TIMEOUT)
+            requests.append({"check": fix.verify.check.type, "with": rendered, "timeout": timeout,
+                             "params": variables["params"], "node": variables["node"]})
+        return requests
 
     # -- helpers --
 

@@ -32,10 +32,11 @@ def test_lint_of_broken_runbooks_prints_one_line_each_and_exits_2(runbook_cli) -
     out = runbook_cli("lint", str(BROKEN))
     assert out.returncode == 2
     lines = out.stdout.strip().splitlines()
-    assert len(lines) == len(list(BROKEN.glob("*.yaml")))
+    n = len(list(BROKEN.glob("*.yaml")))
+    assert len(lines) == n
     assert all(line.startswith(str(BROKEN)) for line in lines)
     assert "Traceback" not in out.stdout + out.stderr
-    assert "20 error(s) in 20 of 20 file(s)" in out.stderr
+    assert f"{n} error(s) in {n} of {n} file(s)" in out.stderr
 
 
 def test_lint_of_the_library_is_clean(runbook_cli) -> None:

@@ -7,6 +7,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
     runbook = find_runbook(args.id, library)
     if runbook is None:
         return 2
+    if args.yes and not args.apply:
+        print("runbook: --yes only makes sense with --apply", file=sys.stderr)
+        return 2
     try:
         params = parse_sets(runbook, args.sets)
         nodes = nodes_from_args(args)
@@ -38,20 +42,65 @@ def run(args: argparse.Namespace) -> int:
     clock = time.monotonic()
     walk = Walk(library, runbook, nodes, transport, params,
                 WalkOptions(forks=args.forks, deadline_s=args.timeout), [reporter])
+    interrupted = False
     try:
-        outcomes = walk.run()
-    except KeyboardInterrupt:
-        # Stop the probes still running on nodes, then report what was found so far.
-        print("runbook: interrupted; stopping remote checks", file=sys.stderr)
-        outcomes = walk.outcomes
+        try:
+            outcomes = walk.run()
+        except KeyboardInterrupt:
+            # Stop the probes still running on nodes, then report what was found so far.
+            print("runbook: interrupted; stopping remote checks", file=sys.stderr)
+            outcomes, interrupted = walk.outcomes, True
+        # An interrupted run never acts: its diagnosis is incomplete.
+        fix_results, refused = act_on_fixes(args, walk, library, transport, dry_run=interrupted)
     finally:
         transport.close()
     report = build_report(runbook, outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                          time.monotonic() - clock, args.lang, params)
+                          time.monotonic() - clock, args.lang, params, fix_results)
     text = reporter.render(report)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"runbook: report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return int(report["summary"]["exit_code"])
+    return 2 if refused else int(report["summary"]["exit_code"])
+
+
+def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: Any,
+                 dry_run: bool = False) -> tuple[dict[Any, Any], bool]:
+    """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix)
+    and whether the run refused to act (the blast-radius cap)."""
+    from runbook import fixes
+
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    policy = fixes.FixPolicy(apply=args.apply and not dry_run, yes=args.yes, interactive=interactive,
+                             max_nodes=args.max_nodes, keep_going=args.keep_going,
+                             audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log())
+    planned = fixes.plan(walk.outcomes, policy, args.lang)
+    if not policy.apply:
+        return fixes.node_results(planned), False
+    try:
+        fixes.check_blast_radius(planned, policy)
+    except fixes.FixRefused as exc:
+        print(f"runbook: {exc}", file=sys.stderr)
+        _mark_pending(planned, "refused", str(exc))
+        return fixes.node_results(planned), True
+    pending = fixes.confirmation_text(planned)
+    if not pending:
+        print("runbook: no fix to run (none with a command, or all held back)", file=sys.stderr)
+        return fixes.node_results(planned), False
+    if interactive and not args.yes:
+        print(f"runbook: about to run these fixes:\n{pending}", file=sys.stderr)
+        # The question goes to the terminal (stderr), never into the report on stdout.
+        print("Run them? [y/N] ", end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            _mark_pending(planned, "refused", "not confirmed")
+            return fixes.node_results(planned), False
+    fixes.execute(planned, transport, library, policy, forks=args.forks)
+    print(f"runbook: executed fixes are recorded in {policy.audit_log}", file=sys.stderr)
+    return fixes.node_results(planned), False
+
+
+def _mark_pending(planned: list[Any], status: str, reason: str) -> None:
+    for item in planned:
+        if item.result["status"] == "pending":
+            item.result = {"status": status, "reason": reason}

@@ -13,3 +13,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_lang(parser)
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S",
                         help="deadline for the whole run in seconds (default 300)")
+    acting = parser.add_argument_group("fixes")
+    mode = acting.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true",
+                      help="show each fix's command as it would run on each node; run nothing (default)")
+    mode.add_argument("--apply", action="store_true",
+                      help="run the read-only and changes-state fixes of the conclusions reached, "
+                           "after one confirmation")
+    acting.add_argument("--yes", "-y", action="store_true",
+                        help="with --apply: do not ask, and also run disruptive fixes (never "
+                             "without a terminal)")
+    acting.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                        help="refuse to apply fixes on more than N nodes (the blast radius)")
+    acting.add_argument("--keep-going", action="store_true",
+                        help="after a failed fix on one node, go on with the others")
+    acting.add_argument("--audit-log", metavar="FILE",
+                        help="where executed fixes are recorded (default: "
+                             "$XDG_STATE_HOME/runbook/audit.jsonl)")

@@ -21,7 +21,10 @@ def exit_code(nodes: list[dict[str, Any]]) -> int:
     return 0
 
 
-def node_entry(outcome: NodeOutcome, lang: str) -> dict[str, Any]:
+FixResults = dict[tuple[str, int], dict[str, Any]]  # (node, fix index) -> what happened
+
+
+def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"node": outcome.node.name, "status": outcome.status,
                              "path": list(outcome.path)}
     if outcome.conclusion is not None:
@@ -32,9 +35,11 @@ def node_entry(outcome: NodeOutcome, lang: str) -> dict[str, Any]:
             "severity": c.severity, "taxonomy": list(c.taxonomy), "title": c.title.get(lang),
             "explanation": c.explanation.get(lang),
             "fixes": [{"title": f.title.get(lang), "body": f.body.get(lang) if f.body else None,
-                       "run": cmd, "effect": f.effect}
-                      for f, cmd in zip(c.fixes, outcome.fix_commands or [f.run for f in c.fixes],
-                                        strict=True)],
+                       "run": cmd, "effect": f.effect,
+                       **({"result": fix_results[(outcome.node.name, i)]}
+                          if fix_results and (outcome.node.name, i) in fix_results else {})}
+                      for i, (f, cmd) in enumerate(zip(c.fixes, outcome.fix_commands
+                                                       or [f.run for f in c.fixes], strict=True))],
             "see_also": list(c.see_also),
         }
     else:
@@ -51,8 +56,9 @@ def node_entry(outcome: NodeOutcome, lang: str) -> dict[str, Any]:
 
 
 def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
-                 duration_s: float, lang: str, params: dict[str, Any]) -> dict[str, Any]:
-    nodes = [node_entry(o, lang) for o in outcomes]
+                 duration_s: float, lang: str, params: dict[str, Any],
+                 fix_results: FixResults | None = None) -> dict[str, Any]:
+    nodes = [node_entry(o, lang, fix_results) for o in outcomes]
     by_conclusion: dict[str, list[str]] = defaultdict(list)
     by_status: dict[str, list[str]] = defaultdict(list)
     for n in nodes:

@@ -95,9 +95,32 @@ class TextReporter:
                 if fix.get("body"):
                     out.extend("       " + line for line in _wrap(fix["body"], 86))
                 if fix.get("run"):
-                    out.extend(f"       $ {line}" for line in fix["run"].strip().splitlines())
+                    out.extend(self._fix_commands(nodes, i - 1))
             if c.get("see_also"):
                 out.append(f"  {self.ui['see_also']}: {', '.join(c['see_also'])}")
+        return out
+
+    def _fix_commands(self, nodes: list[dict[str, Any]], index: int) -> list[str]:
+        """The command as it runs on each node (once when all agree), and what became of it."""
+        fixes = [(n["node"], n["conclusion"]["fixes"][index]) for n in nodes]
+        commands = {fix.get("run") for _, fix in fixes}
+        out: list[str] = []
+        if len(commands) == 1:
+            out.extend(f"       $ {line}" for line in (fixes[0][1].get("run") or "").strip().splitlines())
+        else:
+            for name, fix in fixes:
+                out.append(f"       {name}:")
+                out.extend(f"         $ {line}" for line in (fix.get("run") or "").strip().splitlines())
+        by_status: dict[str, list[str]] = {}
+        for name, fix in fixes:
+            result = fix.get("result") or {}
+            status = result.get("status")
+            if status and status != "dry-run":
+                detail = status + (f" (exit {result['exit_code']})" if result.get("exit_code") is not None
+                                   else "") + (f": {result['reason']}" if result.get("reason") else "")
+                by_status.setdefault(detail, []).append(name)
+        for detail, names in by_status.items():
+            out.append(f"       → {detail}: {compress(names)}")
         return out
 
     def _decision(self, ev: dict[str, Any]) -> str:
