@@ -31,6 +31,7 @@ RESULT_FIELDS = {
     "not_found": {"type": "boolean", "en": "The shell could not be started", "zh": "无法启动 shell"},
 }
 DEFAULT_TIMEOUT = 10.0
+SHELL_PARAMS = ("run",)  # a command line: values put into it by templates are shell-quoted
 
 _MAX_SHOWN = 8_000
 
