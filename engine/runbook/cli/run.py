@@ -40,16 +40,24 @@ def run(args: argparse.Namespace) -> int:
     transport = transports_from_args(args)
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
-    walk = Walk(library, runbook, nodes, transport, params,
-                WalkOptions(forks=args.forks, deadline_s=args.timeout), [reporter])
-    interrupted = False
+    def make_walk() -> Walk:
+        return Walk(library, runbook, nodes, transport, params,
+                    WalkOptions(forks=args.forks, deadline_s=args.timeout), [reporter])
+
     try:
-        try:
-            outcomes = walk.run()
-        except KeyboardInterrupt:
-            # Stop the probes still running on nodes, then report what was found so far.
+        if args.watch is not None:
+            from runbook.watch import watch
+
+            walk, outcomes, interrupted = watch(make_walk, args.watch, sys.stderr, args.watch_for)
+        else:
+            walk, interrupted = make_walk(), False
+            try:
+                outcomes = walk.run()
+            except KeyboardInterrupt:
+                outcomes, interrupted = walk.outcomes, True
+        if interrupted:
+            # The probes still running on nodes are stopped; report what was found so far.
             print("runbook: interrupted; stopping remote checks", file=sys.stderr)
-            outcomes, interrupted = walk.outcomes, True
         # An interrupted run never acts: its diagnosis is incomplete.
         fix_results, refused = act_on_fixes(args, walk, library, transport, dry_run=interrupted)
     finally:

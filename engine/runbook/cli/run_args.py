@@ -13,6 +13,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_lang(parser)
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S",
                         help="deadline for the whole run in seconds (default 300)")
+    parser.add_argument("--watch", type=float, nargs="?", const=10.0, default=None, metavar="INTERVAL",
+                        help="walk again every INTERVAL seconds (default 10) until a node's conclusion "
+                             "changes, e.g. the job starts making progress; then report")
+    parser.add_argument("--watch-for", type=float, default=None, metavar="S",
+                        help="with --watch: give up after S seconds without a change")
     acting = parser.add_argument_group("fixes")
     mode = acting.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true",
