@@ -24,7 +24,6 @@ PR_SET_PDEATHSIG=SIGKILL, and its comm is `TaskRunner`.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import socket
@@ -33,6 +32,10 @@ import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/
+from _jobs import die_with_parent as _die_with_parent  # noqa: E402
+from _jobs import set_comm as _set_comm
 
 CONFIG = {
     "data": {"train_files": "data/gkd/train.jsonl", "prompt_key": "prompt",
@@ -52,23 +55,6 @@ def say(message: str, stream=None) -> None:
 
 
 # ---------------------------------------------------------------------- TaskRunner (child)
-
-
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL when the driver dies (best effort; group kill is the main path)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        pass
-
-
-def _set_comm(name: str) -> None:
-    try:
-        with open("/proc/self/comm", "w") as fh:
-            fh.write(name[:15])
-    except OSError:
-        pass
 
 
 class JsonBuilder:

@@ -19,7 +19,6 @@ all; they also ask the kernel to SIGKILL them if the main process dies.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import multiprocessing as mp
 import os
@@ -28,24 +27,11 @@ import sys
 import time
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/
+from _jobs import die_with_parent as _die_with_parent  # noqa: E402
+from _jobs import set_comm as _set_comm
+
 log = logging.getLogger("scai.selfplay")
-
-
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL when the parent dies (best effort; group kill is the main path)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        pass
-
-
-def _set_comm(name: str) -> None:
-    try:
-        with open("/proc/self/comm", "w") as fh:
-            fh.write(name[:15])
-    except OSError:
-        pass
 
 
 def worker_main(worker_id: int, engine_lock: Any, ready: Any, results: Any) -> None:

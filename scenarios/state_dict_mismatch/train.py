@@ -30,12 +30,14 @@ attempt 2 builds, the reference for `runbook run checkpoint-problems --set refer
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
-import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/
+from _jobs import die_with_parent as _die_with_parent  # noqa: E402
+from _jobs import free_port as _free_port
 
 CHECKPOINT_DIR = "checkpoints"
 EXIT_INTERVAL = 30
@@ -51,21 +53,6 @@ N_EXPERTS = 4
 def log(message: str) -> None:
     sys.stdout.write(message + "\n")
     sys.stdout.flush()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL when the job process dies (best effort; group kill is the main path)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        pass
 
 
 # -- the model ---------------------------------------------------------------------------------

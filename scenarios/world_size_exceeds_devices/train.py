@@ -28,36 +28,18 @@ consequence the world size itself causes: the process group waits for ranks no d
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
-import socket
 import subprocess
 import sys
 import time
 from datetime import timedelta
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/
+from _jobs import die_with_parent as _die_with_parent  # noqa: E402
+from _jobs import free_port as _free_port
+from _jobs import say as _say
+
 TORCH_DEFAULT_TIMEOUT_S = 1800.0  # torch.distributed's default process-group timeout (gloo)
-
-
-def _die_with_parent() -> None:
-    """Linux: get SIGKILL when the parent dies (best effort; group kill is the main path)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        pass
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _say(text: str) -> None:
-    """One line in one write(): the ranks share the log."""
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
 
 
 # -- the launcher -------------------------------------------------------------------------------

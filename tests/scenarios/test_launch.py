@@ -64,6 +64,15 @@ def cpu_share(pid: int, interval: float = 1.0) -> float:
     return (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
 
 
+def runnable_share(pid: int, interval: float = 1.0, samples: int = 40) -> float:
+    """Fraction of samples in state R: wants a CPU, even when a loaded machine gives it none."""
+    states = []
+    for _ in range(samples):
+        states.append(state(pid))
+        time.sleep(interval / samples)
+    return states.count("R") / samples
+
+
 def state(pid: int) -> str:
     raw = Path(f"/proc/{pid}/stat").read_text()
     return raw[raw.rfind(")") + 2:].split()[0]
@@ -146,7 +155,7 @@ def test_scenario_scripts_are_standard_library_only() -> None:
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     requires = {SCENARIO_ROOT / s.script: set(s.requires) for s in SCENARIOS.values()}
     files = list(requires)
-    files += [SCENARIO_ROOT / "launch.py", SCENARIO_ROOT / "__main__.py"]
+    files += [SCENARIO_ROOT / "launch.py", SCENARIO_ROOT / "__main__.py", SCENARIO_ROOT / "_jobs.py"]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -157,7 +166,7 @@ def test_scenario_scripts_are_standard_library_only() -> None:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                assert top in allowed | {"scenarios"} | requires.get(path, set()), \
+                assert top in allowed | {"scenarios", "_jobs"} | requires.get(path, set()), \
                     f"{path}: imports {name}"
 
 
@@ -179,7 +188,8 @@ def test_loader_accumulating_burns_cpu_and_reports_progress(launch: Launcher) ->
     assert_looks_like_training(sc)
     # Really working: more than half a core while it accumulates.
     share = cpu_share(sc.pid, 1.0)
-    assert share > 0.5, f"loader used {share:.0%} of a core"
+    # Busy, not asleep: it used most of a core, or (on a loaded machine) it was always runnable.
+    assert share > 0.5 or runnable_share(sc.pid) > 0.8, f"loader used {share:.0%} of a core"
     # Progress lines keep coming (at least one every 2 s) and the buffer grows.
     before = PROGRESS.findall(sc.read_log())
     assert wait_until(lambda: len(PROGRESS.findall(sc.read_log())) >= len(before) + 2, 4.5)
