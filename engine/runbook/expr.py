@@ -92,9 +92,12 @@ class Expression:
     _compiled: Any = None
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
+        if self._compiled is None:  # code generation waits for first use: loading stays fast
+            self._compiled = environment().compile_expression(self.source, undefined_to_none=False)
         return self._compiled(**variables)
 
 
+@lru_cache(maxsize=4096)
 def compile_expression(source: str) -> Expression:
     """Compile and vet one expression; raise ExprError with a one-line reason."""
     env = environment()
@@ -109,8 +112,7 @@ def compile_expression(source: str) -> Expression:
         raise ExprError("must be a single expression, not template text")
     expr_node = body[0].nodes[0]
     _vet(expr_node, env)
-    compiled = env.compile_expression(source, undefined_to_none=False)
-    return Expression(source, _reads(expr_node), compiled)
+    return Expression(source, _reads(expr_node))
 
 
 def _vet(tree: nodes.Node, env: SandboxedEnvironment) -> None:
@@ -215,7 +217,7 @@ def compile_value(value: Any, shell_keys: tuple[str, ...] = ()) -> Any:
         for part in output.nodes:
             if not isinstance(part, nodes.TemplateData):
                 _vet(part, env)
-    return Template(value, template=env.from_string(value))
+    return Template(value, template=_LazyTemplate(env, value))
 
 
 @lru_cache(maxsize=1)
@@ -247,7 +249,20 @@ def compile_command(source: str) -> Any:
         for part in output.nodes:
             if not isinstance(part, nodes.TemplateData):
                 _vet(part, env)
-    return env.from_string(source)
+    return _LazyTemplate(env, source)
+
+
+class _LazyTemplate:
+    """A checked template whose code is generated on first render (most are never rendered)."""
+
+    def __init__(self, env: SandboxedEnvironment, source: str) -> None:
+        self.env, self.source = env, source
+        self._template: Any = None
+
+    def render(self, **variables: Any) -> str:
+        if self._template is None:
+            self._template = self.env.from_string(self.source)
+        return str(self._template.render(**variables))
 
 
 class _ShellTemplate:

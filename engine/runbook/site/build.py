@@ -7,6 +7,8 @@ HTML so the site can be searched offline, in English and Chinese.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
@@ -69,11 +71,7 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     out.mkdir(parents=True, exist_ok=True)
     _clear(out)
     pages = P.all_pages(content)
-    for page in pages:
-        html = render_page(page, content, theme)
-        target = out / page.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(html, "utf-8")
+    _render_all(pages, content, theme, out)
     for source in theme.static_files():
         target = out / "static" / source.relative_to(theme.root / "static")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +80,39 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     error = index_for_search(out) if search else "not built (--no-search)"
     done = time.perf_counter()
     return BuildResult(out, len(pages), done - begin, done - rendered, error)
+
+
+# Set just before forking the render workers; they inherit it instead of unpickling it.
+_JOB: tuple[list[P.Page], P.Content, Theme, Path] | None = None
+
+
+def _render_all(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
+    """Render every page; on a big site, split the pages over forked processes (one per core)."""
+    global _JOB
+    workers = int(os.environ.get("RUNBOOK_SITE_JOBS") or min(os.cpu_count() or 1, 8))
+    if workers <= 1 or len(pages) < 200 or "fork" not in multiprocessing.get_all_start_methods():
+        _render_some(pages, content, theme, out)
+        return
+    _JOB = (pages, content, theme, out)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pool.map(_render_share, [(i, workers) for i in range(workers)])
+    finally:
+        _JOB = None
+
+
+def _render_share(share: tuple[int, int]) -> None:
+    assert _JOB is not None
+    pages, content, theme, out = _JOB
+    _render_some(pages[share[0]::share[1]], content, theme, out)
+
+
+def _render_some(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
+    for page in pages:
+        html = render_page(page, content, theme)
+        target = out / page.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, "utf-8")
 
 
 def _clear(out: Path) -> None:
@@ -194,13 +225,8 @@ def _runbook_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dic
         "run_command": run_command(rb),
         "edit_url": content.edit_url(rb.path),
         "related_articles": content.articles_linking(rb),
-        "entered_from": [(other, step) for other in content.runbooks for step in other.steps.values()
-                         if any(t.startswith(f"{rb.id}:") for t in _targets(step))],
+        "entered_from": content.handovers_into(rb.id),
     }
-
-
-def _targets(step: Any) -> list[str]:
-    return [b.goto for b in step.branches] + ([step.default] if step.default else [])
 
 
 def run_command(rb: Runbook) -> str:

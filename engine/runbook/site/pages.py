@@ -10,12 +10,13 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from runbook import taxonomy
 from runbook.checkdocs import CheckDoc
 from runbook.kb import Article, KnowledgeBase
-from runbook.model import LANGS, Conclusion, Runbook
+from runbook.model import LANGS, Conclusion, Runbook, Step
 
 LLAMA3_TOTAL = 419  # unexpected interruptions in the Llama 3 paper's Table 5
 
@@ -79,17 +80,43 @@ class Content:
 
     def articles_linking(self, runbook: Runbook) -> list[str]:
         """Slugs of articles that name this runbook, or that its see_also names."""
-        slugs = {link.split(":", 1)[1].split("#")[0] for c in runbook.conclusions.values()
-                 for link in c.see_also if link.startswith("kb:")}
-        for slug, versions in self.kb.articles.items():
-            if any(runbook.id in a.runbooks for a in versions.values()):
-                slugs.add(slug)
-        return sorted(s for s in slugs if s in self.kb.articles)
+        return self._links[0].get(runbook.id, [])
 
     def runbooks_for_article(self, slug: str) -> list[Runbook]:
-        named = {rid for a in self.kb.articles.get(slug, {}).values() for rid in a.runbooks}
-        return [rb for rb in self.runbooks if rb.id in named or any(
-            link.split("#")[0] == f"kb:{slug}" for c in rb.conclusions.values() for link in c.see_also)]
+        return self._links[1].get(slug, [])
+
+    def handovers_into(self, runbook_id: str) -> list[tuple[Runbook, Step]]:
+        """Steps of other runbooks whose branches hand over to this one."""
+        return self._handovers.get(runbook_id, [])
+
+    @cached_property
+    def _links(self) -> tuple[dict[str, list[str]], dict[str, list[Runbook]]]:
+        # One pass over everything (not one per page): the site has thousands of pages.
+        pairs: set[tuple[str, str]] = set()
+        for rb in self.runbooks:
+            for c in rb.conclusions.values():
+                pairs.update((rb.id, link[3:].split("#")[0]) for link in c.see_also if link.startswith("kb:"))
+        for slug, versions in self.kb.articles.items():
+            pairs.update((rid, slug) for a in versions.values() for rid in a.runbooks)
+        by_id = {rb.id: rb for rb in self.runbooks}
+        articles: dict[str, list[str]] = {}
+        runbooks: dict[str, list[Runbook]] = {}
+        for rid, slug in sorted(pairs):
+            if slug in self.kb.articles and rid in by_id:
+                articles.setdefault(rid, []).append(slug)
+                runbooks.setdefault(slug, []).append(by_id[rid])
+        return articles, runbooks
+
+    @cached_property
+    def _handovers(self) -> dict[str, list[tuple[Runbook, Step]]]:
+        into: dict[str, list[tuple[Runbook, Step]]] = {}
+        for other in self.runbooks:
+            for step in other.steps.values():
+                targets = {t.split(":", 1)[0] for t in [b.goto for b in step.branches] + [step.default or ""]
+                           if ":" in t}
+                for rid in sorted(targets):
+                    into.setdefault(rid, []).append((other, step))
+        return into
 
 
 def all_pages(content: Content) -> list[Page]:
