@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test lint unit bench clean
+.PHONY: setup demo test lint unit bench bench-site clean
 
 # System packages (sshd for the test cluster), then a virtual environment with the package
 # (editable), the test tools, and the optional extras the tests drive for real: Ray, torch
@@ -37,6 +37,10 @@ unit:
 
 bench: setup
 	$(BIN)/python bench/startup.py
+
+# The site build against MkDocs on 500 generated runbooks + 500 articles (about 15 minutes).
+bench-site: setup
+	$(BIN)/python bench/site/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info engine/*.egg-info
