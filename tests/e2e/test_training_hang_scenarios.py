@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -17,11 +18,12 @@ pytestmark = pytest.mark.e2e
 GPU_TIMEOUT_S = 8.0  # training-hang's gpu steps
 
 
-def diagnose(scenario: Scenario, *sets: str, auto: bool = False) -> tuple[int, dict, float]:
+def diagnose(scenario: Scenario, *sets: str, auto: bool = False,
+             extra_env: dict[str, str] | None = None) -> tuple[int, dict, float]:
     args = ["run", "training-hang", "--set", f"log={scenario.log}", "--format", "json", *sets]
     if not auto:
         args += ["--set", f"pid={scenario.pid}"]
-    env = {**scenario.tool_env(), "RUNBOOK_LANG": "en"}
+    env = {**scenario.tool_env(), "RUNBOOK_LANG": "en", **(extra_env or {})}
     begin = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "runbook", *args], capture_output=True, text=True,
                          env=env, timeout=120)
@@ -160,8 +162,13 @@ def test_seed_001_ray_hangs(scenario, name: str, conclusion: str, taxonomy: str)
     assert job.wait_for_log(r"Collecting trajectories", timeout=120)
     # Ray may still print start-up lines: diagnose once the log has really gone quiet.
     assert wait_quiet(job.log, quiet_s=4.0, timeout=90)
+    # Point Ray tools at this job's cluster, as a user would: an earlier test's cluster may
+    # still be shutting down on this machine.
+    address = re.search(r"Ray cluster started: address=(\S+),", job.read_log())
+    assert address, job.read_log()[-2000:]
     code, report, _ = diagnose(job, "--set", "stall_after=3", "--set", "ray_pending_after=2",
-                               "--set", f"match={name}/train.py", auto=True)
+                               "--set", f"match={name}/train.py", auto=True,
+                               extra_env={"RAY_ADDRESS": address.group(1)})
     node = report["nodes"][0]
     assert node["conclusion"]["id"] == conclusion, [
         (e["step"], e["goto"], e["decided_by"]) for e in node["evidence"]]

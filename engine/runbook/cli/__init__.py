@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "triage": ("runbook.cli.triage", "rank the runbooks a log points to, from their log signatures"),
     "search": ("runbook.cli.search", "search runbooks and knowledge-base articles (English or 中文)"),
     "site": ("runbook.cli.site", "build or preview the bilingual static site (site build | site serve)"),
+    "collect": ("runbook.cli.collect", "gather a redacted diagnosis bundle (.tar.gz) from every node"),
 }
 
 
