@@ -51,6 +51,6 @@ def test_templated_values_keep_their_type() -> None:
 def test_commands_quote_every_substituted_value() -> None:
     command = compile_command("tail -f {{ params.log }}")
     assert command.render(params={"log": "a b; rm -rf /"}) == "tail -f 'a b; rm -rf /'"
-    assert command.render(params={}) == "tail -f <unset>"
+    assert command.render(params={}) == "tail -f '<unset>'"
     with pytest.raises(ExprError):
         compile_command("echo {{ result.__class__ }}")

@@ -153,14 +153,15 @@ def _outcomes(names: list[str]) -> tuple[list[NodeOutcome], Any]:
 
 def test_a_failed_fix_on_the_canary_stops_the_others() -> None:
     outcomes, library = _outcomes(["n1", "n2", "n3"])
+    for outcome in outcomes:
+        outcome.fix_commands = [None, "true", None]  # only the changes-state fix runs
     policy = FixPolicy(apply=True, interactive=False)
     planned = plan(outcomes, policy, "en")
     transport = FlakyTransport({"n1"})
     execute(planned, transport, library, policy)
     assert transport.ran == ["n1"]
     assert [(p.outcome.node.name, p.result["status"]) for p in planned] == [
-        ("n1", "failed"), ("n1", "held-back"), ("n2", "skipped"), ("n2", "held-back"),
-        ("n3", "skipped"), ("n3", "held-back")]
+        ("n1", "failed"), ("n2", "skipped"), ("n3", "skipped")]
 
 
 def test_keep_going_runs_every_node() -> None:
@@ -170,5 +171,33 @@ def test_keep_going_runs_every_node() -> None:
     transport = FlakyTransport({"n1", "n3"})
     execute(planned, transport, library, policy)
     assert sorted(transport.ran) == ["n1", "n2", "n3"]
-    assert {p.outcome.node.name: p.result["status"] for p in planned if p.effect != "disruptive"} == {
+    assert {p.outcome.node.name: p.result["status"] for p in planned if p.effect == "read-only"} == {
         "n1": "failed", "n2": "ok", "n3": "failed"}
+
+
+def test_a_failed_read_only_fix_does_not_stop_the_rest() -> None:
+    outcomes, library = _outcomes(["n1", "n2"])
+    for outcome in outcomes:
+        outcome.fix_commands = ["grep nothing", "true", None]
+    policy = FixPolicy(apply=True)
+    planned = plan(outcomes, policy, "en")
+
+    class ReadOnlyFails(FlakyTransport):
+        def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
+            self.ran.append(node.name)
+            ok = request["with"]["run"] != "grep nothing"
+            return ProbeAnswer("ok", {"exit_code": 0 if ok else 1, "ok": ok, "stdout": "", "stderr": "",
+                                      "timed_out": False})
+
+    transport = ReadOnlyFails(set())
+    execute(planned, transport, library, policy)
+    assert [(p.outcome.node.name, p.effect, p.result["status"]) for p in planned] == [
+        ("n1", "read-only", "failed"), ("n1", "changes-state", "ok"),
+        ("n2", "read-only", "failed"), ("n2", "changes-state", "ok")]
+
+
+def test_a_command_missing_a_value_never_runs() -> None:
+    outcomes, library = _outcomes(["n1"])
+    outcomes[0].fix_commands = ["kill '<unset>'", None, None]
+    planned = plan(outcomes, FixPolicy(apply=True), "en")
+    assert planned[0].result["status"] == "held-back" and "missing" in planned[0].result["reason"]

@@ -227,12 +227,15 @@ def _command_environment() -> SandboxedEnvironment:
     return env
 
 
+UNSET_WORD = "'<unset>'"  # what a missing value becomes in a command line
+
+
 def _shell_word(value: Any) -> str:
     """Every value put into a command is one shell word; a missing one is shown as such."""
     import shlex
 
     if value is None or isinstance(value, ChainableUndefined):
-        return "<unset>"
+        return UNSET_WORD  # quoted: never read by the shell as a redirection
     return shlex.quote(str(value))
 
 

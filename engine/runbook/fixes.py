@@ -80,6 +80,8 @@ def plan(outcomes: list[NodeOutcome], policy: FixPolicy, lang: str) -> list[Plan
             verify = outcome.fix_verifies[i] if i < len(outcome.fix_verifies) else None
             item = PlannedFix(outcome, i, fix.title.get(lang), command, fix.effect, verify)
             item.result = {"status": "dry-run"} if not policy.apply else (
+                {"status": "held-back", "reason": "a value it needs is missing on this node (<unset>)"}
+                if expr.UNSET_WORD in command else
                 {"status": "pending"} if policy.allows(fix.effect) else
                 {"status": "held-back", "reason": _held_back_reason(fix.effect, policy)})
             planned.append(item)
@@ -126,7 +128,8 @@ def execute(planned: list[PlannedFix], transport: Transport, library: Library,
             if not ok:
                 item.result = {"status": "skipped", "reason": "an earlier fix on this node failed"}
                 continue
-            ok = _run_one(item, transport, library)
+            # A read-only fix that fails (a grep finding nothing) changed nothing: go on.
+            ok = _run_one(item, transport, library) or item.effect == "read-only"
             _audit(item, policy.audit_log)
             if on_result:
                 on_result(item)

@@ -10,7 +10,10 @@ while "initialising the Rust engine" (it waits on an event nobody sets), logs
 is logged after that. In Ray's state the actors stay PENDING_CREATION with their
 creation task RUNNING, and their `run` calls wait for a node assignment.
 
-The job writes the cluster's GCS address to WORKDIR/ray_address (and the session
+Like the seed's `python train.py --config config.yaml`, it reads `selfplay.num_workers`
+and `selfplay.games_per_worker` from WORKDIR/config.yaml, written with the seed's
+defaults (100 workers, 10 games each) when it is missing; `--num-workers` overrides the
+file. The job writes the cluster's GCS address to WORKDIR/ray_address (and the session
 directory to WORKDIR/ray_session) once Ray is up. The GCS, raylet and the other Ray
 daemons are children of this process in its process group, so killing the group
 ends the cluster; the actor worker processes exit as soon as their raylet is gone.
@@ -36,6 +39,32 @@ import ray  # noqa: E402
 
 log = logging.getLogger("scai.selfplay")
 LOG_FORMAT = "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
+DEFAULT_CONFIG = """\
+# Self-play configuration (python train.py --config config.yaml)
+selfplay:
+  num_workers: 100  # concurrent Ray workers
+  games_per_worker: 10
+  device: cpu
+"""
+
+
+def _load_config(path: str) -> dict[str, str]:
+    """`selfplay.*` of the config file (two-level YAML), written with the defaults if missing."""
+    config = Path(path)
+    if not config.exists():
+        config.write_text(DEFAULT_CONFIG)
+    values: dict[str, str] = {}
+    section = None
+    for line in config.read_text().splitlines():
+        text = line.split("#", 1)[0].rstrip()
+        if not text.strip() or ":" not in text:
+            continue
+        key, _, value = text.strip().partition(":")
+        if not line.startswith((" ", "\t")):
+            section = key
+        elif section == "selfplay":
+            values[key] = value.strip()
+    return values
 
 
 @ray.remote(num_cpus=0.5)
@@ -80,8 +109,10 @@ def _shutdown_on_signals() -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--speed", type=float, default=1.0, help="accepted for uniformity; unused")
-    ap.add_argument("--num-workers", type=int, default=100,
-                    help="workers the config asks for (logged, as in the field report)")
+    ap.add_argument("--config", default="config.yaml", help="configuration file (YAML)")
+    ap.add_argument("--num-workers", type=int, default=None,
+                    help="workers the config asks for (logged, as in the field report; "
+                         "default: selfplay.num_workers of --config)")
     ap.add_argument("--actors", type=int, default=8, help="actors really created")
     ap.add_argument("--num-cpus", type=int, default=4, help="CPUs of the local Ray cluster")
     ap.add_argument("--dashboard", action="store_true", help="start the Ray dashboard too")
@@ -90,8 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
 
-    log.info("Loading config: selfplay.num_workers=%d, games_per_worker=10, device=cpu "
-             "(rank=%d, world_size=%d)", args.num_workers, rank, world)
+    config = _load_config(args.config)
+    if args.num_workers is None:
+        args.num_workers = int(config.get("num_workers", 100))
+    log.info("Loading config: selfplay.num_workers=%d, games_per_worker=%s, device=cpu "
+             "(rank=%d, world_size=%d)", args.num_workers, config.get("games_per_worker", "10"),
+             rank, world)
     _shutdown_on_signals()
     address = _start_ray(args.num_cpus, args.dashboard)
     log.info("Ray cluster started: address=%s, num_cpus=%d (Ray %s)", address, args.num_cpus,

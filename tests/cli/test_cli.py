@@ -8,6 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+import yaml
 from jsonschema import Draft202012Validator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,8 @@ def test_run_json_follows_the_report_contract(runbook_cli, tmp_path: Path) -> No
     assert node["conclusion"]["taxonomy"] == ["oom.gpu"]
     assert node["path"] == ["find-process", "exit-signatures"]
     assert report["summary"]["exit_code"] == out.returncode == 1
-    assert report["runbook"]["version"] == "1.2.0"
+    assert report["runbook"]["version"] == yaml.safe_load(
+        (ROOT / "runbooks" / "training-hang.yaml").read_text())["version"]
 
 
 def test_run_text_in_chinese_shows_path_evidence_and_fixes(runbook_cli, tmp_path: Path) -> None:
