@@ -179,7 +179,8 @@ def test_seed_002_resume_fails_on_state_dict_keys(scenario, variant: str, conclu
     assert node["path"] == ["inspect", "read-log"]
     assert code == 1
     inspect = evidence(node, "inspect")
-    assert inspect["exists"] and not inspect["corrupt"] and inspect["step_value"] == 30
+    assert inspect["exists"] and not inspect["corrupt"] and inspect["step_value"] == 30, {
+        k: inspect.get(k) for k in ("available", "reason", "timed_out", "load_error", "torch_version")}
     assert inspect["has"] == {"optimizer": True, "scheduler": True, "rng": True, "step": True}
     log = evidence(node, "read-log")
     assert log["signatures"]["missing_keys"]["count"] == 1
