@@ -170,8 +170,12 @@ def test_seed_002_resume_fails_on_state_dict_keys(scenario, variant: str, conclu
     checkpoint = job.workdir / "checkpoints" / "step_000030.pt"
     assert checkpoint.is_file()
 
+    # The job has exited, so name its interpreter (the one with torch), as a user would: by
+    # default the check would take any other training process's Python on this machine.
+    python = f"python={sys.executable}"
     # Without a reference the checkpoint alone shows the prefix; the log names the keys.
-    code, report = diagnose(job, "checkpoint-problems", f"checkpoint={checkpoint}", f"log={job.log}")
+    code, report = diagnose(job, "checkpoint-problems", f"checkpoint={checkpoint}", f"log={job.log}",
+                            python)
     node = report["nodes"][0]
     assert node["conclusion"]["id"] == conclusion, node
     assert node["conclusion"]["taxonomy"] == ["checkpoint.key-mismatch"]
@@ -195,7 +199,7 @@ def test_seed_002_resume_fails_on_state_dict_keys(scenario, variant: str, conclu
     # With the model the code builds as reference, the checkpoint check alone decides.
     code, report = diagnose(job, "checkpoint-problems", f"checkpoint={checkpoint}",
                             "reference=train:build_model",
-                            f"pythonpath={SCENARIO_ROOT / 'state_dict_mismatch'}")
+                            f"pythonpath={SCENARIO_ROOT / 'state_dict_mismatch'}", python)
     node = report["nodes"][0]
     assert node["conclusion"]["id"] == conclusion, node
     assert node["conclusion"]["taxonomy"] == ["checkpoint.key-mismatch"]
