@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.launch import SCENARIO_ROOT, Scenario, group_members, start
+from scenarios.launch import SCENARIO_ROOT, Scenario, group_members
 
 pytestmark = pytest.mark.e2e
 
@@ -64,18 +64,6 @@ def proc_state(pid: int) -> str | None:
     return raw[raw.rfind(")") + 2:].split()[0]
 
 
-@pytest.fixture
-def scenario(tmp_path: Path):
-    started: list[Scenario] = []
-
-    def run(name: str, tag: str = "", extra_args: list[str] | None = None) -> Scenario:
-        handle = start(name, tmp_path / (name + tag), speed=1.0, extra_args=extra_args)
-        started.append(handle)
-        return handle
-
-    yield run
-    for handle in started:
-        handle.stop()
 
 
 # ---------------------------------------------------------------------- unrecognized_args

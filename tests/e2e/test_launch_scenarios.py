@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from runbook.checks.port import listening_sockets
-from scenarios.launch import Scenario, group_members, start
+from scenarios.launch import group_members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                                    reason="the scenarios need torch")]
@@ -78,22 +78,10 @@ def _state(pid: int) -> str | None:
     return raw[raw.rfind(")") + 2:].split()[0]
 
 
-@pytest.fixture
-def scenario(tmp_path: Path):
-    started: list[Scenario] = []
-
-    def run(name: str, speed: float = 4.0) -> Scenario:
-        handle = start(name, tmp_path / name, speed=speed)
-        started.append(handle)
-        return handle
-
-    yield run
-    for handle in started:
-        handle.stop()
 
 
 def test_master_port_taken_names_the_process_holding_it(scenario) -> None:
-    job = scenario("master_port_taken")
+    job = scenario("master_port_taken", speed=4.0)
     assert job.wait_for_log(r"\[launcher\] job failed \(exit status \d+\)", timeout=START_TIMEOUT_S), \
         job.read_log()
     log = job.read_log()
@@ -138,7 +126,7 @@ def test_master_port_taken_names_the_process_holding_it(scenario) -> None:
 
 
 def test_world_size_larger_than_the_devices(scenario) -> None:
-    job = scenario("world_size_exceeds_devices")
+    job = scenario("world_size_exceeds_devices", speed=4.0)
     assert job.wait_for_log(r"(?s)(?:init_process_group\(backend=gloo\).*){2}",
                             timeout=START_TIMEOUT_S), job.read_log()
     log = job.read_log()

@@ -12,11 +12,10 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from scenarios.launch import SCENARIO_ROOT, SCENARIOS, Scenario, group_members, start
+from scenarios.launch import SCENARIO_ROOT, SCENARIOS, Scenario, group_members
 
 pytestmark = [
     pytest.mark.e2e,
@@ -63,22 +62,10 @@ def assert_nothing_left(scenario: Scenario) -> None:
     assert group_members(scenario.pgid) == []
 
 
-@pytest.fixture
-def scenario(tmp_path: Path):
-    started: list[Scenario] = []
-
-    def run(name: str, speed: float = 4.0, extra_args: list[str] | None = None) -> Scenario:
-        handle = start(name, tmp_path / name, speed=speed, extra_args=extra_args)
-        started.append(handle)
-        return handle
-
-    yield run
-    for handle in started:
-        handle.stop()
 
 
 def test_seed_003_nan_loss_while_the_job_trains_on(scenario) -> None:
-    job = scenario("nan_loss")
+    job = scenario("nan_loss", speed=4.0)
     # Several NaN steps in: the loss has gone inf, then NaN, and the loop keeps going.
     assert job.wait_for_log(r"(?m)(^step \d+ \| loss nan .*\n){5}", timeout=START_TIMEOUT_S), \
         job.read_log()[-2000:]
@@ -117,7 +104,7 @@ def test_seed_003_nan_loss_while_the_job_trains_on(scenario) -> None:
 
 
 def test_seed_002_cuda_oom_kills_the_job(scenario) -> None:
-    job = scenario("cuda_oom")
+    job = scenario("cuda_oom", speed=4.0)
     status = wait_for_exit(job, EXIT_TIMEOUT_S)
     assert status == 1, job.read_log()[-3000:]
     text = job.read_log()
@@ -159,7 +146,7 @@ def test_seed_002_cuda_oom_kills_the_job(scenario) -> None:
     ("config", "config-mismatch"),
 ])
 def test_seed_002_resume_fails_on_state_dict_keys(scenario, variant: str, conclusion: str) -> None:
-    job = scenario("state_dict_mismatch", extra_args=["--variant", variant])
+    job = scenario("state_dict_mismatch", speed=4.0, extra_args=["--variant", variant])
     status = wait_for_exit(job, EXIT_TIMEOUT_S)
     text = job.read_log()
     assert status == 1, text[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.launch import Scenario, start
+from scenarios.launch import Scenario
 
 pytestmark = pytest.mark.e2e
 GPU_TIMEOUT_S = 8.0  # training-hang's gpu steps
@@ -42,18 +42,6 @@ def wait_quiet(log: Path, quiet_s: float, timeout: float) -> bool:
     return False
 
 
-@pytest.fixture
-def scenario(tmp_path: Path):
-    started: list[Scenario] = []
-
-    def run(name: str, speed: float = 1.0) -> Scenario:
-        handle = start(name, tmp_path / name, speed=speed)
-        started.append(handle)
-        return handle
-
-    yield run
-    for handle in started:
-        handle.stop()
 
 
 def test_seed_000_loader_still_tokenising(scenario) -> None:
