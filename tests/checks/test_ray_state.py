@@ -7,6 +7,7 @@ tests check that no process of it (GCS, raylet, workers) survives the stop.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -23,7 +24,7 @@ from runbook.checks import ray_state
 from runbook.checks.base import CheckContext
 
 REPO = Path(__file__).resolve().parents[2]
-HAS_RAY = ray_state.importlib.util.find_spec("ray") is not None
+HAS_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed in this Python")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 START_TIMEOUT = 120.0  # a local Ray cluster on a busy 2-core machine can take a while

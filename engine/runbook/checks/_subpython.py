@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -34,18 +35,42 @@ class WorkerOutcome:
     python: str
 
 
-def default_python() -> str:
+def default_python(needs: str | None = None, ctx: CheckContext | None = None) -> str:
     """The training environment's interpreter, so checks import the job's own torch and ray.
 
-    That is the executable of a Python process on this node that a launcher gave
-    RANK/WORLD_SIZE, or that has libtorch or Ray's `_raylet` loaded; when there is
-    none, the Python running the probe.
+    Candidates are the node's training-like Python processes (a launcher gave them
+    RANK/WORLD_SIZE, then libtorch loaded, then Ray's `_raylet` loaded), then the Python
+    running the probe. With `needs`, the first candidate that can import that module wins:
+    on a node where a plain torch job and a Ray cluster both run, the Ray check must use
+    Ray's interpreter, not the job's. Without a candidate that has it, the first one.
     """
-    return training_python() or sys.executable or "python3"
+    candidates = list(dict.fromkeys([*training_pythons(), sys.executable or "python3"]))
+    if needs:
+        for python in candidates:
+            if can_import(python, needs, ctx):
+                return python
+    return candidates[0]
+
+
+def can_import(python: str, module: str, ctx: CheckContext | None = None) -> bool:
+    """Whether `python` finds `module`, without importing it (no start-up cost of torch or ray)."""
+    if python == sys.executable:
+        import importlib.util
+
+        return importlib.util.find_spec(module) is not None
+    argv = [python, "-c", f"import importlib.util as u, sys; sys.exit(u.find_spec({module!r}) is None)"]
+    outcome = (ctx or CheckContext(deadline=time.monotonic() + 15)).run_command(argv, timeout=10)
+    return outcome.returncode == 0
 
 
 def training_python() -> str | None:
-    """The interpreter of the most training-like Python process here, as it was invoked.
+    """The interpreter of the most training-like Python process here (see training_pythons)."""
+    found = training_pythons()
+    return found[0] if found else None
+
+
+def training_pythons() -> list[str]:
+    """Interpreters of the training-like Python processes here, most training-like first.
 
     A launcher's RANK/WORLD_SIZE ranks first, then libtorch, then Ray's `_raylet`. The
     path comes from the command line when it names a Python: a virtualenv's `python3` is
@@ -54,7 +79,7 @@ def training_python() -> str | None:
     from runbook.checks import _procfs
 
     skip = _procfs.ancestors(os.getpid()) | {os.getpid()}
-    best: tuple[int, str] | None = None
+    ranked: list[tuple[int, str]] = []
     for pid in _procfs.pids():
         if pid in skip:
             continue
@@ -62,11 +87,10 @@ def training_python() -> str | None:
             found = _training_rank(pid, _procfs)
         except (OSError, ValueError):
             continue
-        if found and (best is None or found[0] < best[0]):
-            best = found
-            if found[0] == 0:
-                break
-    return best[1] if best else None
+        if found:
+            ranked.append(found)
+    ranked.sort(key=lambda item: item[0])  # stable: same rank keeps /proc order
+    return list(dict.fromkeys(python for _, python in ranked))
 
 
 def _training_rank(pid: int, procfs: Any) -> tuple[int, str] | None:
@@ -90,9 +114,10 @@ def _training_rank(pid: int, procfs: Any) -> tuple[int, str] | None:
 
 def run_worker(
     ctx: CheckContext, worker: ModuleType, payload: dict[str, Any], python: str | None = None,
+    needs: str | None = None,
 ) -> WorkerOutcome:
-    """Run `worker`'s source under `python` with `payload`; never raises."""
-    python = python or default_python()
+    """Run `worker`'s source under `python` (default: one that can import `needs`); never raises."""
+    python = python or default_python(needs, ctx)
     source = worker.__loader__.get_source(worker.__name__)  # type: ignore[union-attr]
     argv = [python, "-c", source or "", json.dumps(payload)]
     outcome = ctx.run_command(argv, max_output=_MAX_OUTPUT)

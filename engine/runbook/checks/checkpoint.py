@@ -420,7 +420,7 @@ def _ask_worker(
     payload = {"files": plan.files if local.shapes is None else [],
                "weights_only": params.get("weights_only", True) is not False,
                "allow_pickle": bool(params.get("allow_pickle")), "reference": reference}
-    outcome = run_worker(ctx, _checkpoint_worker, payload, params.get("python"))
+    outcome = run_worker(ctx, _checkpoint_worker, payload, params.get("python"), needs="torch")
     if outcome.timed_out:
         return {}, {"timed_out": True, "reason": f"loading with torch: {outcome.error}"}
     data = outcome.data or {}

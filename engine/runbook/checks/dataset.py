@@ -165,7 +165,7 @@ def _ask_worker(
                "text_column": str(params.get("text_column") or "text"),
                "sample_rows": int(params.get("sample_rows") or 2000), "tokenizer": params.get("tokenizer"),
                "budget_s": max(0.5, ctx.remaining() - 1.0)}
-    outcome = run_worker(ctx, _dataset_worker, payload, params.get("python"))
+    outcome = run_worker(ctx, _dataset_worker, payload, params.get("python"), needs="pyarrow")
     if outcome.timed_out:
         return {}, {"timed_out": True, "reason": f"reading the data: {outcome.error}"}
     data = outcome.data or {}

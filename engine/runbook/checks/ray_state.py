@@ -19,7 +19,6 @@ initialised actor is a RUNNING ACTOR_TASK of an ALIVE actor.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -316,23 +315,14 @@ finally:
 
 
 
-def _ray_importable(python: str, ctx: CheckContext) -> bool:
-    """Whether `python` finds ray, without importing it (cheap: no ray start-up cost)."""
-    if python == sys.executable:
-        return importlib.util.find_spec("ray") is not None
-    outcome = ctx.run_command([python, "-c", "import importlib.util as u, sys; "
-                               "sys.exit(u.find_spec('ray') is None)"], timeout=10)
-    return outcome.returncode == 0
-
-
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     pending_after = float(params.get("pending_after", 60))
     limit = int(params.get("limit", 1000))
     wanted = (params.get("address") or "").strip()
-    from runbook.checks._subpython import default_python
+    from runbook.checks._subpython import can_import, default_python
 
-    python = params.get("python") or default_python()
-    if not _ray_importable(python, ctx):
+    python = params.get("python") or default_python(needs="ray", ctx=ctx)
+    if not can_import(python, "ray", ctx):
         return _result(False, f"ray is not importable by {python} ({INSTALL_HINT})")
 
     address, why_not, found = find_address(wanted, ctx)

@@ -123,7 +123,7 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     result["world_size"] = process._env_int(env, "WORLD_SIZE")
     result["visible_devices"] = visible_devices(env.get("CUDA_VISIBLE_DEVICES"))
     python = params.get("python") or (interpreter_of(pid, proc_env) if proc_env else None)
-    result["python"] = python or default_python()
+    result["python"] = python or default_python(needs="torch", ctx=ctx)
     result.update(_ask_torch(ctx, result["python"], proc_env))
     result.update(world_size_check(result["world_size"], _int_param(params.get("num_nodes")),
                                    _int_param(params.get("gpus_per_node")), result["device_count"]))
