@@ -408,7 +408,11 @@ def _looks_untranslated(en: str, zh: str) -> bool:
 
 
 def _text(value: dict[str, str] | None) -> Text | None:
-    return Text(value["en"], value["zh"]) if value else None
+    return Text(value["en"], value["zh"]) if value else None  # `fp` is lint's business
+
+
+def _req_text(value: dict[str, str]) -> Text:
+    return Text(value["en"], value["zh"])
 
 
 def _build(data: dict[str, Any], file: str, digest: str) -> Runbook:
@@ -420,9 +424,9 @@ def _build(data: dict[str, Any], file: str, digest: str) -> Runbook:
         for name, p in (data.get("params") or {}).items()
     }
     return Runbook(
-        id=data["id"], version=data["version"], title=Text(**data["title"]),
-        summary=Text(**data["summary"]), tags=list(data.get("tags") or []),
-        symptoms=[Text(**s) for s in data.get("symptoms") or []],
+        id=data["id"], version=data["version"], title=_req_text(data["title"]),
+        summary=_req_text(data["summary"]), tags=list(data.get("tags") or []),
+        symptoms=[_req_text(s) for s in data.get("symptoms") or []],
         signatures=[Signature(s["pattern"], s.get("goto")) for s in data.get("signatures") or []],
         params=params, start=data["start"], steps=steps, conclusions=conclusions,
         changelog=[ChangelogEntry(c["version"], Text(c["en"], c["zh"]))
@@ -435,7 +439,7 @@ def _build_step(step_id: str, s: dict[str, Any]) -> Step:
     check = s["check"]
     timeout = parse_duration(check["timeout"]) if "timeout" in check else None
     return Step(
-        id=step_id, title=Text(**s["title"]),
+        id=step_id, title=_req_text(s["title"]),
         check=Check(check["type"], dict(check.get("with") or {}), timeout),
         branches=[Branch(b["when"], b["goto"], _text(b.get("note"))) for b in s.get("branches") or []],
         default=s.get("default"), description=_text(s.get("description")),
@@ -451,8 +455,8 @@ def _verify(v: dict[str, Any] | None) -> Verify | None:
 
 
 def _build_conclusion(cid: str, c: dict[str, Any]) -> Conclusion:
-    fixes = [Fix(Text(**f["title"]), _text(f.get("body")), f.get("run"), f["effect"],
+    fixes = [Fix(_req_text(f["title"]), _text(f.get("body")), f.get("run"), f["effect"],
                  _verify(f.get("verify")))
              for f in c.get("fixes") or []]
-    return Conclusion(cid, c["severity"], list(c["taxonomy"]), Text(**c["title"]),
-                      Text(**c["explanation"]), fixes, list(c.get("see_also") or []))
+    return Conclusion(cid, c["severity"], list(c["taxonomy"]), _req_text(c["title"]),
+                      _req_text(c["explanation"]), fixes, list(c.get("see_also") or []))
