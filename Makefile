@@ -27,8 +27,8 @@ test: setup lint unit
 
 lint:
 	$(BIN)/ruff check engine tests scenarios bench
-	$(BIN)/runbook lint
-	$(BIN)/runbook test runbooks
+	$(BIN)/runbook lint --strict
+	$(BIN)/runbook test --coverage runbooks
 
 # pytest exit 5 means "no tests ran": that is a failure, never a pass.
 unit:

@@ -14,6 +14,15 @@ A test file `<id>.tests.yaml` sits beside `<id>.yaml`:
 A step of another runbook is keyed `other-runbook:step`. A result `{_answer: unreachable}`
 or `{_answer: error, _error: "..."}` stands for a node that could not be reached or
 whose check failed. With several nodes, `expect` maps node -> expectation.
+
+A case may instead replay a recorded incident (`runbook run ... --record DIR`):
+
+      - name: the loader incident of March
+        recording: recordings/loader-march     # relative to the test file
+        expect: {conclusion: dataloader-accumulating}   # default: what was recorded
+
+and every recording under a `recordings/` directory beside the runbook files is replayed as a
+case `(recording NAME)` expecting its recorded outcome, unless a test file already names it.
 """
 
 from __future__ import annotations
@@ -25,10 +34,15 @@ from typing import Any
 import yaml
 
 from runbook.library import TEST_SUFFIX, Library
+from runbook.recording import FILE as RECORDING_FILE
+from runbook.recording import Recording, RecordingError, load_recording, recording_file
+from runbook.replay import replay
+from runbook.testcoverage import Reached, reached_by
 from runbook.transports import Node, ProbeAnswer
 from runbook.walk import CONCLUDED, NodeOutcome, Walk, WalkOptions
 
 SINGLE_NODE = "node"
+RECORDINGS_DIR = "recordings"
 
 
 class ReplayTransport:
@@ -56,7 +70,8 @@ class CaseResult:
     file: str
     name: str
     failures: list[str] = field(default_factory=list)
-    reached: set[str] = field(default_factory=set)
+    reach: Reached = field(default_factory=Reached)  # steps, branches, conclusions walked through
+    runbook: str = ""  # the runbook the case walks (its test file's, or its recording's)
 
     @property
     def ok(self) -> bool:
@@ -78,16 +93,52 @@ def run_test_file(path: Path, library: Library) -> tuple[str | None, list[CaseRe
     loaded = library.by_id.get(rid) if isinstance(rid, str) else None
     if loaded is None or loaded.runbook is None:
         return rid, [CaseResult(str(path), "(file)", [f"runbook {rid!r} is not loaded"])]
+    rid = loaded.runbook.id
     cases = doc.get("cases") or []
     if not cases:
-        return rid, [CaseResult(str(path), "(file)", ["no test cases"])]
+        return rid, [CaseResult(str(path), "(file)", ["no test cases"], runbook=rid)]
     return rid, [_run_case(path, library, rid, i, case) for i, case in enumerate(cases)]
+
+
+def recordings_named(path: Path) -> set[Path]:
+    """The recordings a test file's cases point at (resolved), so they are not replayed twice."""
+    try:
+        doc = yaml.safe_load(path.read_text("utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return set()
+    return {recording_file(_recording_path(path, str(c["recording"]))).resolve()
+            for c in doc.get("cases") or [] if isinstance(c, dict) and c.get("recording")}
+
+
+def find_recordings(library: Library) -> list[Path]:
+    """incident.json files under a `recordings/` directory beside the library's runbook files."""
+    dirs = sorted({Path(r.path).parent / RECORDINGS_DIR for r in library.by_id.values()})
+    return [f for d in dirs if d.is_dir() for f in sorted(d.glob(f"*/{RECORDING_FILE}"))]
+
+
+def run_recording(file: Path, library: Library) -> CaseResult | None:
+    """Replay one recording found beside the runbooks, expecting what it recorded; None when
+    its runbook is not among those under test."""
+    name = f"(recording {file.parent.name})"
+    try:
+        recording = load_recording(file)
+    except RecordingError as exc:
+        return CaseResult(str(file), name, [str(exc)])
+    if library.get(recording.runbook_id) is None:
+        return None
+    return _replay_case(str(file), name, library, recording, None)
+
+
+def _recording_path(test_file: Path, relative: str) -> Path:
+    return test_file.parent / relative
 
 
 def _run_case(path: Path, library: Library, rid: str, index: int,
               case: dict[str, Any]) -> CaseResult:
     name = str(case.get("name") or f"case {index + 1}")
-    result = CaseResult(str(path), name)
+    if case.get("recording"):
+        return _recording_case(path, library, rid, name, case)
+    result = CaseResult(str(path), name, runbook=rid)
     by_node = case.get("nodes") or {SINGLE_NODE: case.get("results") or {}}
     runbook = library.get(rid)
     assert runbook is not None
@@ -97,21 +148,68 @@ def _run_case(path: Path, library: Library, rid: str, index: int,
     outcomes = {o.node.name: o for o in walk.run()}
     expect = case.get("expect") or {}
     expectations = ({SINGLE_NODE: expect} if "nodes" not in case else expect)
-    for node_name, wanted in expectations.items():
-        outcome = outcomes.get(node_name)
-        if outcome is None:
-            result.failures.append(f"expect names node {node_name!r}, which the case lacks")
-            continue
-        result.failures.extend(_compare(node_name, outcome, wanted))
-    for outcome in outcomes.values():
-        if outcome.conclusion and outcome.conclusion_runbook:
-            result.reached.add(f"{outcome.conclusion_runbook.id}:{outcome.conclusion.id}")
+    result.failures.extend(_check_expectations(outcomes, expectations))
+    result.reach = reached_by(rid, outcomes.values())
     return result
 
 
-def _compare(node: str, outcome: NodeOutcome, wanted: dict[str, Any]) -> list[str]:
+def _recording_case(path: Path, library: Library, rid: str, name: str,
+                    case: dict[str, Any]) -> CaseResult:
+    try:
+        recording = load_recording(_recording_path(path, str(case["recording"])))
+    except RecordingError as exc:
+        return CaseResult(str(path), name, [str(exc)], runbook=rid)
+    if library.get(recording.runbook_id) is None:
+        return CaseResult(str(path), name, [f"the recording is of runbook "
+                                            f"{recording.runbook_id!r}, which is not loaded"], runbook=rid)
+    return _replay_case(str(path), name, library, recording, case.get("expect"))
+
+
+def _replay_case(file: str, name: str, library: Library, recording: Recording,
+                 expect: dict[str, Any] | None) -> CaseResult:
+    """Replay a recording; compare with `expect` (one node: its expectation; several: node ->
+    expectation), or by default with the recorded status and conclusion of every node."""
+    done = replay(library, recording)
+    result = CaseResult(file, name, runbook=recording.runbook_id)
+    outcomes = {o.node.name: o for o in done.outcomes}
+    incomplete = {v.node: v.missing for v in done.verdicts if v.missing}
+    result.failures.extend(f"{node}: the runbook now asks step {step}, which the recording lacks"
+                           for node, step in incomplete.items())
+    if expect is None:
+        expectations = {n.name: _recorded_expectation(n.expected) for n in recording.nodes}
+    elif len(recording.nodes) == 1:
+        expectations = {recording.nodes[0].name: expect}
+    else:
+        expectations = dict(expect)
+    expectations = {n: e for n, e in expectations.items() if n not in incomplete}
+    result.failures.extend(_check_expectations(outcomes, expectations, always_name=True))
+    result.reach = reached_by(recording.runbook_id, done.outcomes)
+    return result
+
+
+def _recorded_expectation(expected: dict[str, Any]) -> dict[str, Any]:
+    wanted: dict[str, Any] = {"status": expected.get("status")}
+    if expected.get("conclusion"):
+        wanted["conclusion"] = expected["conclusion"]["id"]
+    return wanted
+
+
+def _check_expectations(outcomes: dict[str, NodeOutcome], expectations: dict[str, Any],
+                        always_name: bool = False) -> list[str]:
+    failures: list[str] = []
+    for node_name, wanted in expectations.items():
+        outcome = outcomes.get(node_name)
+        if outcome is None:
+            failures.append(f"expect names node {node_name!r}, which the case lacks")
+            continue
+        failures.extend(_compare(node_name, outcome, wanted or {}, always_name))
+    return failures
+
+
+def _compare(node: str, outcome: NodeOutcome, wanted: dict[str, Any],
+             always_name: bool = False) -> list[str]:
     got_conclusion = outcome.conclusion.id if outcome.conclusion else None
-    where = "" if node == SINGLE_NODE else f"{node}: "
+    where = "" if node == SINGLE_NODE and not always_name else f"{node}: "
     failures = []
     status = wanted.get("status", CONCLUDED)
     if outcome.status != status:

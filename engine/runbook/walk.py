@@ -35,6 +35,7 @@ class Evidence:
     duration_s: float
     goto: str | None = None
     when: str | None = None  # the condition that matched; None when the default was taken
+    branch: int | None = None  # index of the matched branch; None when the default was taken
     decided_by: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -185,7 +186,7 @@ class Walk:
                 evidence.notes.append(f"{branch.when}: {exc}")
                 continue
             if matched:
-                evidence.when = branch.when
+                evidence.when, evidence.branch = branch.when, i
                 evidence.decided_by = _read_values(expression, variables)
                 return branch.goto
         if evidence.result.get("timed_out"):

@@ -34,14 +34,27 @@ def run(args: argparse.Namespace) -> int:
     except (ParamError, NodeSpecError, ValueError) as exc:
         print(f"runbook: {exc}", file=sys.stderr)
         return 2
+    record_dir = Path(args.record) if args.record else None
+    if record_dir is not None:
+        from runbook.recording import RecordingError, prepare_dir
+
+        try:  # refuse a bad DIR before a long run, not after it
+            prepare_dir(record_dir)
+        except RecordingError as exc:
+            print(f"runbook: {exc}", file=sys.stderr)
+            return 2
     progress = sys.stderr if is_tty(sys.stderr) else None
     reporter = get_reporter(args.format, lang=args.lang, progress=progress,
                             color=args.output is None and is_tty(sys.stdout))
     transport = transports_from_args(args)
+    # Fixes and their verify checks use `transport` itself: they are never part of a recording.
+    recorder = _recorder(transport) if record_dir is not None else None
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     def make_walk() -> Walk:
-        return Walk(library, runbook, nodes, transport, params,
+        if recorder is not None:
+            recorder.clear()  # --watch: keep only the last round
+        return Walk(library, runbook, nodes, recorder or transport, params,
                     WalkOptions(forks=args.forks, deadline_s=args.timeout), [reporter])
 
     try:
@@ -58,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         if interrupted:
             # The probes still running on nodes are stopped; report what was found so far.
             print("runbook: interrupted; stopping remote checks", file=sys.stderr)
+        if record_dir is not None and recorder is not None:
+            _write_recording(record_dir, runbook, outcomes, recorder, params, started)
         # An interrupted run never acts: its diagnosis is incomplete.
         fix_results, refused = act_on_fixes(args, walk, library, transport, dry_run=interrupted)
     finally:
@@ -71,6 +86,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 2 if refused else int(report["summary"]["exit_code"])
+
+
+def _recorder(transport: Any) -> Any:
+    from runbook.recording import RecordingTransport
+
+    return RecordingTransport(transport)
+
+
+def _write_recording(directory: Path, runbook: Any, outcomes: Any, recorder: Any,
+                     params: dict[str, Any], started: datetime) -> None:
+    from runbook.recording import build_recording, write_recording
+
+    doc = build_recording(runbook, outcomes, recorder.answers, params,
+                          started.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    path = write_recording(directory, doc)
+    print(f"runbook: recording written to {path} (replay: runbook test --replay {directory})",
+          file=sys.stderr)
 
 
 def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: Any,

@@ -4,7 +4,8 @@ from runbook.cli.common_args import add_lang, add_node_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("id", help="runbook id, e.g. training-hang")
+    parser.add_argument("id", help="runbook id, e.g. training-hang; ID@1.2.0 or ID@sha256:PREFIX "
+                        "refuses any other version")
     add_node_args(parser)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                         help="a runbook parameter, e.g. --set log=train.log (repeatable)")
@@ -18,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "changes, e.g. the job starts making progress; then report")
     parser.add_argument("--watch-for", type=float, default=None, metavar="S",
                         help="with --watch: give up after S seconds without a change")
+    parser.add_argument("--record", metavar="DIR",
+                        help="keep every check's raw result per node in DIR/incident.json (secrets "
+                             "redacted), so `runbook test --replay DIR` can replay the incident")
     acting = parser.add_argument_group("fixes")
     mode = acting.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true",
