@@ -1,8 +1,17 @@
-"""`runbook lint [PATH...]`: every problem of every file, one line each; exit 2 on errors.
+"""`runbook lint [PATH...] [--base REV] [--strict]`: every problem of every file, one line each.
 
 Runbook files and knowledge-base folders are both linted; links between them are
 checked in both directions. With no PATH: the runbook search path and the kb, and
 then also that every taxonomy id has a conclusion (error) and an article (warning).
+
+Translations: a text (or article) whose fingerprint (`fp`, written by `runbook i18n
+stamp`) shows that only its English or only its Chinese changed is a stale
+translation (warning). With `--base REV` each runbook is also compared with the same
+file at git revision REV: changed behaviour needs a higher version, a removed step
+or conclusion a higher major version, a version never goes down, a new version needs
+a changelog entry in both languages, and texts without `fp` are checked for one-sided
+changes against REV. `--strict` makes warnings fail too (CI runs it).
+Exit 0 clean, 2 on errors (or warnings under --strict) and on a bad path or REV.
 """
 
 from __future__ import annotations
@@ -19,9 +28,12 @@ def is_kb_dir(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from runbook.changes import runbook_changes
     from runbook.coverage import taxonomy_coverage
+    from runbook.gitrev import GitRevError, Revision
     from runbook.kb import check_links, kb_dirs, load_kb
     from runbook.library import load_library, runbook_files, search_path
+    from runbook.translations import kb_problems
 
     paths = [Path(p) for p in args.paths]
     missing = [p for p in paths if not p.exists()]
@@ -41,22 +53,43 @@ def run(args: argparse.Namespace) -> int:
                  {r.path for r in library.runbooks()}]
     if not paths:
         problems += taxonomy_coverage(library.runbooks(), kb)
+    revision = Revision(args.base) if args.base else None
+    try:
+        problems += runbook_changes(files, revision)
+        problems += kb_problems(kb, revision) if kb_paths else []
+    except GitRevError as exc:
+        print(f"runbook lint: --base {args.base}: {exc}", file=sys.stderr)
+        return 2
     problems.sort(key=lambda p: (p.file, p.line, p.column))
-    return _report(problems, len(files) + len(kb.articles) * bool(kb_paths), args.format)
+    # An article is one file per language: count those, as problems name them.
+    n_article_files = sum(len(langs) for langs in kb.articles.values()) if kb_paths else 0
+    return _report(problems, len(files) + n_article_files, args.format, args.strict)
 
 
-def _report(problems: list, n_files: int, fmt: str) -> int:  # type: ignore[type-arg]
+def _report(problems: list, n_files: int, fmt: str, strict: bool) -> int:  # type: ignore[type-arg]
     n_errors = sum(p.severity == "error" for p in problems)
+    n_warnings = len(problems) - n_errors
+    failing = n_errors + (n_warnings if strict else 0)
     if fmt == "json":
-        print(json.dumps({"files": n_files, "errors": n_errors, "problems": [
+        print(json.dumps({"files": n_files, "errors": n_errors, "warnings": n_warnings,
+                          "strict": strict, "problems": [
             {"file": p.file, "line": p.line, "column": p.column, "path": list(p.path),
              "message": p.message, "severity": p.severity} for p in problems]},
             ensure_ascii=False, indent=2))
     else:
         for problem in problems:
             print(problem)
+        print(_summary(problems, n_files, n_errors, n_warnings, strict), file=sys.stderr)
+    return 2 if failing else 0
+
+
+def _summary(problems: list, n_files: int, n_errors: int, n_warnings: int,  # type: ignore[type-arg]
+             strict: bool) -> str:
+    if strict and n_warnings:
+        broken = len({p.file for p in problems})
+        return (f"{n_errors} error(s) and {n_warnings} warning(s) in {broken} of {n_files} file(s) "
+                "(--strict: warnings fail too)")
+    if n_errors:
         broken = len({p.file for p in problems if p.severity == "error"})
-        summary = (f"{n_errors} error(s) in {broken} of {n_files} file(s)" if n_errors
-                   else f"{n_files} file(s) OK")
-        print(summary, file=sys.stderr)
-    return 2 if n_errors else 0
+        return f"{n_errors} error(s) in {broken} of {n_files} file(s)"
+    return f"{n_files} file(s) OK" + (f", {n_warnings} warning(s)" if n_warnings else "")
