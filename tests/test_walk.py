@@ -128,3 +128,15 @@ def test_a_goto_to_a_missing_runbook_is_a_lint_error(tmp_path: Path) -> None:
     library = load_library([tmp_path])
     assert [p.message for p in library.problems] == ["no runbook named 'nope'"]
     assert load_text(TREE, "x.yaml").ok
+
+
+def test_a_signature_into_a_missing_runbook_step_is_a_lint_error(tmp_path: Path) -> None:
+    (tmp_path / "other.yaml").write_text(TREE.replace("id: t\n", "id: other\n"))
+    signatures = ("signatures:\n  - {pattern: 'Watchdog', goto: 'other:agee'}\n"
+                  "  - {pattern: 'boom', goto: 'gone:start'}\nstart: age\n")
+    (tmp_path / "t.yaml").write_text(TREE.replace("start: age\n", signatures))
+    library = load_library([tmp_path])
+    assert sorted(p.message for p in library.problems) == [
+        "no runbook named 'gone'",
+        "runbook 'other' has no step or conclusion named 'agee'"]
+    assert all(p.path[0] == "signatures" and p.line > 1 for p in library.problems)

@@ -93,6 +93,9 @@ def _check_cross_references(library: Library) -> None:
                 refs.append((("steps", step.id, "branches", i, "goto"), branch.goto))
             if step.default:
                 refs.append((("steps", step.id, "default"), step.default))
+        for i, signature in enumerate(runbook.signatures):
+            if signature.goto:
+                refs.append((("signatures", i, "goto"), signature.goto))
         problems: list[tuple[tuple[str | int, ...], str]] = []
         for path, target in refs:
             if ":" in target:

@@ -177,6 +177,7 @@ def _helpers(page: P.Page, content: P.Content, theme: Theme, lang: str) -> dict[
         "article_href": lambda slug, anchor="": page.href(P.article_url(lang, slug, anchor)),
         "check_href": lambda name: page.href(P.check_url(lang, name)),
         "category_href": lambda tid: page.href(P.category_url(lang, tid)),
+        "format_href": lambda anchor="": page.href(P.format_url(lang, anchor)),
         "link_href": lambda link: _see_also_href(page, lang, link),
         "categories": taxonomy.load(),
         "runbooks": content.runbooks,
@@ -262,9 +263,16 @@ def _categories_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> 
     return {"category_groups": P.category_index(content, h["lang"]), "llama3_total": P.LLAMA3_TOTAL}
 
 
+def _schema_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
+    from runbook.schemadoc import reference
+
+    return {"reference": reference()}
+
+
 _PAGE_CONTEXT: dict[str, Callable[[P.Page, P.Content, dict[str, Any]], dict[str, Any]]] = {
     "runbook.html": _runbook_context,
     "article.html": _article_context,
     "symptoms.html": _symptoms_context,
     "categories.html": _categories_context,
+    "schema.html": _schema_context,
 }

@@ -65,6 +65,11 @@ def category_url(lang: str, taxonomy_id: str) -> str:
     return f"{lang}/categories/#{taxonomy_id}"
 
 
+def format_url(lang: str, anchor: str = "") -> str:
+    """The runbook format reference; `anchor` is a field's (`steps.check.timeout`)."""
+    return f"{lang}/format/" + (f"#{anchor}" if anchor else "")
+
+
 @dataclass
 class Content:
     """Everything the site shows, loaded once."""
@@ -127,6 +132,7 @@ def all_pages(content: Content) -> list[Page]:
         pages.append(Page(f"{lang}/symptoms/index.html", "symptoms.html", lang))
         pages.append(Page(f"{lang}/categories/index.html", "categories.html", lang))
         pages.append(Page(f"{lang}/checks/index.html", "checks.html", lang))
+        pages.append(Page(format_url(lang) + "index.html", "schema.html", lang))
         pages.extend(Page(runbook_url(lang, rb.id) + "index.html", "runbook.html", lang,
                           {"runbook": rb}) for rb in content.runbooks)
         pages.extend(Page(article_url(lang, slug) + "index.html", "article.html", lang,
