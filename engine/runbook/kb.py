@@ -21,6 +21,8 @@ import yaml
 
 from runbook.model import LANGS, Runbook
 from runbook.problems import Problem, did_you_mean
+from runbook.todo import MARKER
+from runbook.todo import MESSAGE as TODO_MESSAGE
 
 REQUIRED = ("id", "lang", "title", "summary")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -97,6 +99,7 @@ def _read(path: Path, slug: str, lang: str, problems: list[Problem]) -> Article 
         problems.append(Problem(str(path), line, 1, (), message))
 
     text = path.read_text("utf-8")
+    problems.extend(todo_markers(str(path), text))
     found = _FRONT_MATTER.match(text)
     if not found:
         problem("no front matter (the file must start with a `---` block)")
@@ -124,8 +127,28 @@ def _read(path: Path, slug: str, lang: str, problems: list[Problem]) -> Article 
                    text[:found.end()].count("\n") + 1)
 
 
+def todo_markers(file: str, text: str) -> list[Problem]:
+    """Lines of an article still holding `runbook new`'s marker (front matter fields by key)."""
+    front = _FRONT_MATTER.match(text)
+    front_lines = front.group(0).count("\n") if front else 0
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        column = line.find(MARKER)
+        if column < 0:
+            continue
+        key = line.split(":", 1)[0].strip() if number <= front_lines and ":" in line else ""
+        found.append(Problem(file, number, column + 1, (key,) if key else (), TODO_MESSAGE))
+    return found
+
+
 def _strings(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def split_front_matter(text: str) -> tuple[str, str] | None:
+    """(front matter block with its `---` lines, body) of an article's text, or None without one."""
+    found = _FRONT_MATTER.match(text)
+    return (text[:found.end()], text[found.end():]) if found else None
 
 
 def check_links(kb: KnowledgeBase, runbooks: Mapping[str, Runbook]) -> list[Problem]:

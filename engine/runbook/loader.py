@@ -20,6 +20,8 @@ import yaml
 
 from runbook import expr, taxonomy
 from runbook.checks import CHECK_TYPES, load_check
+from runbook.engine_version import RequiresError, older_api_version, unmet_requires, unsupported_api_version
+from runbook.migrate import MIGRATIONS
 from runbook.model import (
     Branch,
     ChangelogEntry,
@@ -34,6 +36,8 @@ from runbook.model import (
     Verify,
 )
 from runbook.problems import DocPath, Problem, did_you_mean
+from runbook.todo import MESSAGE as TODO_MESSAGE
+from runbook.todo import holds_marker
 from runbook.yamlpos import DuplicateKeyError, Positions, parse
 
 API_VERSION = "runbook/v1"
@@ -115,12 +119,13 @@ def load_text(text: str, file: str, digest: str = "") -> LoadResult:
     if not isinstance(data, dict):
         return _failed(file, (1, 1), (), "a runbook is a YAML mapping (apiVersion, id, steps, ...)")
     checker = _Checker(file, data, positions)
-    if not checker.api_version_ok():
+    if not (checker.requires_ok() and checker.api_version_ok()):
         return LoadResult(file, None, Compiled(), checker.problems)
     checker.validate_schema()
     checker.check_semantics()
     runbook = None
-    if not any(p.severity == "error" for p in checker.problems):
+    # `runbook new`'s markers fail lint, but a draft still builds: its article's links resolve.
+    if not any(p.severity == "error" and p.message != TODO_MESSAGE for p in checker.problems):
         runbook = _build(data, file, digest or "sha256:" + hashlib.sha256(text.encode()).hexdigest())
     checker.problems.sort(key=lambda p: (p.line, p.column))
     return LoadResult(file, runbook, checker.compiled, checker.problems)
@@ -141,14 +146,31 @@ class _Checker:
 
     # -- apiVersion and schema --
 
+    def requires_ok(self) -> bool:
+        """False when this engine is outside the runbook's `requires`: that one error is all
+        the file reports, since its other problems are likely a newer format's fields."""
+        spec = self.data.get("requires")
+        if not isinstance(spec, str):
+            return True  # absent, or the schema reports its type
+        try:
+            unmet = unmet_requires(spec)
+        except RequiresError as exc:
+            self.add(("requires",), str(exc))
+            return True
+        if unmet:
+            self.add(("requires",), unmet)
+        return unmet is None
+
     def api_version_ok(self) -> bool:
         version = self.data.get("apiVersion")
         if version is None:
             self.add((), f"missing apiVersion (expected 'apiVersion: {API_VERSION}')")
             return False
+        if isinstance(version, str) and version in MIGRATIONS:
+            self.add(("apiVersion",), older_api_version(version, self.file))
+            return False
         if version != API_VERSION:
-            self.add(("apiVersion",), f"unsupported apiVersion {version!r}: this engine reads "
-                     f"{API_VERSION} (upgrade runbook, or run `runbook migrate` on older files)")
+            self.add(("apiVersion",), unsupported_api_version(version, API_VERSION))
             return False
         return True
 
@@ -180,7 +202,7 @@ class _Checker:
         elif kind == "pattern" and path and path[-1] in ("goto", "default", "start", "id"):
             self.add(path, f"{value!r} is not a valid id (lowercase letters, digits and '-';"
                      " another runbook's step as 'runbook-id:step-id')")
-        elif kind == "pattern" and path == ("version",):
+        elif kind == "pattern" and path and path[-1] == "version":
             self.add(path, f"{value!r} is not a semantic version (expected MAJOR.MINOR.PATCH,"
                      " e.g. 1.0.0)")
         elif kind == "pattern":
@@ -220,6 +242,7 @@ class _Checker:
         self._check_signatures(targets)
         self._check_reachable(steps, conclusions, start)
         self._check_texts(self.data, ())
+        self._check_todo_markers(self.data, ())
 
     def _check_signatures(self, targets: list[str]) -> None:
         signatures = self.data.get("signatures")
@@ -380,6 +403,17 @@ class _Checker:
                 if name not in seen:
                     self.add((section, name), f"{name!r} is never reached from start "
                              f"{start!r}", key=True)
+
+    def _check_todo_markers(self, value: Any, path: DocPath) -> None:
+        """Any string (text, `when`, check parameter, command) still holding `runbook new`'s marker."""
+        if isinstance(value, dict):
+            for key, child in value.items():
+                self._check_todo_markers(child, (*path, key))
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                self._check_todo_markers(child, (*path, i))
+        elif holds_marker(value):
+            self.add(path, TODO_MESSAGE)
 
     def _check_texts(self, value: Any, path: DocPath) -> None:
         """Flag texts whose Chinese is a copy of the English (an untranslated field)."""

@@ -18,7 +18,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("runbook.cli.show", "show one runbook: steps, branches, conclusions and fixes"),
     "run": ("runbook.cli.run", "walk a runbook on this machine or on many nodes"),
     "lint": ("runbook.cli.lint", "check runbook files and print every problem with its place"),
-    "test": ("runbook.cli.test", "replay each runbook's canned check results through its tree"),
+    "test": ("runbook.cli.test", "replay test cases and recorded incidents through each runbook's tree"
+             " (--coverage, --replay DIR)"),
+    "i18n": ("runbook.cli.i18n", "keep translations in step: i18n stamp writes English/Chinese fingerprints"),
+    "migrate": ("runbook.cli.migrate", "upgrade runbook files written for an older apiVersion (in place)"),
+    "new": ("runbook.cli.new", "scaffold a new runbook, its tests and its knowledge-base article"),
     "check": ("runbook.cli.check", "run one check ad hoc on nodes (like ansible -m) and print its result"),
     "triage": ("runbook.cli.triage", "rank the runbooks a log points to, from their log signatures"),
     "search": ("runbook.cli.search", "search runbooks and knowledge-base articles (English or 中文)"),
