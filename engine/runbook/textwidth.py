@@ -17,3 +17,15 @@ def width(text: str) -> int:
 def pad(text: str, columns: int) -> str:
     """`text` followed by spaces up to `columns` display columns."""
     return text + " " * max(0, columns - width(text))
+
+
+def clip(text: str, columns: int) -> str:
+    """`text` cut to `columns` display columns, with an ellipsis when cut."""
+    if width(text) <= columns:
+        return text
+    out = ""
+    for ch in text:
+        if width(out + ch) > columns - 1:
+            break
+        out += ch
+    return out + "…"

@@ -83,7 +83,7 @@ def _ask(lang: str) -> list[str]:
 def _categories(lang: str) -> str:
     """Every taxonomy id under its group, with its description cut to the terminal's width."""
     from runbook import taxonomy
-    from runbook.textwidth import pad
+    from runbook.textwidth import clip, pad
 
     header = Text("Taxonomy ids (taxonomy.yaml):", "分类 id（taxonomy.yaml）：").get(lang)
     known = taxonomy.load()
@@ -95,22 +95,8 @@ def _categories(lang: str) -> str:
             group = category.group
             lines.append(f"  {group}")
         described = category.zh if lang == "zh" else category.en
-        lines.append(_cut(f"    {pad(category.id, width)}{described}", columns - 1))
+        lines.append(clip(f"    {pad(category.id, width)}{described}", columns - 1))
     return "\n".join(lines)
-
-
-def _cut(text: str, columns: int) -> str:
-    """`text` cut to `columns` display columns (CJK characters take two), with '…' if cut."""
-    from runbook.textwidth import width
-
-    if width(text) <= columns:
-        return text
-    out = ""
-    for char in text:
-        if width(out + char) > columns - 1:
-            break
-        out += char
-    return out + "…"
 
 
 def _print_next(targets: Targets, written: list[Path], lang: str,

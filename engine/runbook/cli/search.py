@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from runbook.textwidth import pad, width
+from runbook.textwidth import clip, pad
 
 SNIPPET_COLUMNS = 150  # display columns of a snippet in text output (CJK characters take two)
 
@@ -29,18 +29,6 @@ def run(args: argparse.Namespace) -> int:
             kind = {"runbook": "runbook", "kb": "文章" if zh else "kb"}[result.kind]
             print(f"{rank:2d}. {pad(kind, 8)}{result.id} — {result.title}  ({result.score:.1f})")
             if result.snippet and result.snippet != result.title:
-                print(f"    {_clip(result.snippet, SNIPPET_COLUMNS)}")
+                print(f"    {clip(result.snippet, SNIPPET_COLUMNS)}")
             print(f"    → {result.command or result.path}")
     return 0 if results else 1
-
-
-def _clip(text: str, columns: int) -> str:
-    """`text` cut to `columns` display columns, with an ellipsis when cut."""
-    if width(text) <= columns:
-        return text
-    out = ""
-    for ch in text:
-        if width(out + ch) > columns - 1:
-            break
-        out += ch
-    return out + "…"
