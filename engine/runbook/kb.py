@@ -2,7 +2,7 @@
 
 Front matter: id, lang, title, summary (required), tags, taxonomy, runbooks, seed.
 Search path, like runbooks': each directory in $RUNBOOK_KB_PATH (os.pathsep-separated),
-then `./kb`, then the repository's `kb/` beside `runbooks/` (an editable install); the
+then `./kb`, then the built-in articles (the clone's `kb/` or a wheel's copy: shipped.py); the
 first article found with an id wins. `check_links` checks links in both directions:
 articles to runbooks, kb articles and taxonomy ids; runbooks' `see_also: [kb:...]` to
 articles; and that a runbook an article names links back to it.
@@ -21,6 +21,7 @@ import yaml
 
 from runbook.model import LANGS, Runbook
 from runbook.problems import Problem, did_you_mean
+from runbook.shipped import shipped_dir
 from runbook.todo import MARKER
 from runbook.todo import MESSAGE as TODO_MESSAGE
 
@@ -61,7 +62,7 @@ def kb_dirs() -> list[Path]:
     """Directories that hold knowledge-base articles, in search order."""
     dirs = [Path(p) for p in os.environ.get("RUNBOOK_KB_PATH", "").split(os.pathsep) if p]
     dirs.append(Path.cwd() / "kb")
-    dirs.append(Path(__file__).resolve().parents[2] / "kb")
+    dirs.append(shipped_dir("kb"))
     unique: list[Path] = []
     for d in dirs:
         if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:

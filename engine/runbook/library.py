@@ -1,8 +1,8 @@
 """Finding runbooks: the search path, and checks that need every runbook at once.
 
 Search path: each directory in $RUNBOOK_PATH (os.pathsep-separated), then
-`./runbooks`, then the repository's `runbooks/` beside the package (an editable
-install). Test files (`*.tests.yaml`) live beside runbooks and are not runbooks.
+`./runbooks`, then the built-in library (the clone's `runbooks/`, or the copy a wheel
+carries: see shipped.py). Test files (`*.tests.yaml`) live beside runbooks and are not runbooks.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from runbook.loader import LoadResult, load_file
 from runbook.model import Runbook
 from runbook.problems import Problem, did_you_mean
+from runbook.shipped import shipped_dir
 
 TEST_SUFFIX = ".tests.yaml"
 
@@ -22,7 +23,7 @@ TEST_SUFFIX = ".tests.yaml"
 def search_path() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("RUNBOOK_PATH", "").split(os.pathsep) if p]
     dirs.append(Path.cwd() / "runbooks")
-    dirs.append(Path(__file__).resolve().parents[2] / "runbooks")
+    dirs.append(shipped_dir("runbooks"))
     unique: list[Path] = []
     for d in dirs:
         if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:

@@ -1,7 +1,7 @@
 """The site's theme: Jinja2 templates, static files and UI strings, from a `site/` directory.
 
-Search order: $RUNBOOK_SITE_THEME, `./site`, then the repository's `site/` beside
-`engine/` (an editable install). A theme directory holds `templates/`, `static/`
+Search order: $RUNBOOK_SITE_THEME, `./site`, then the built-in theme (the clone's `site/`
+or a wheel's copy: see shipped.py). A theme directory holds `templates/`, `static/`
 and `strings.yaml` (every UI string as `{en: ..., zh: ...}`).
 """
 
@@ -16,6 +16,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from runbook.model import LANGS
+from runbook.shipped import shipped_dir
 
 
 class ThemeError(RuntimeError):
@@ -24,7 +25,7 @@ class ThemeError(RuntimeError):
 
 def theme_dirs() -> list[Path]:
     dirs = [Path(os.environ["RUNBOOK_SITE_THEME"])] if os.environ.get("RUNBOOK_SITE_THEME") else []
-    return [*dirs, Path.cwd() / "site", Path(__file__).resolve().parents[3] / "site"]
+    return [*dirs, Path.cwd() / "site", shipped_dir("site")]
 
 
 def find_theme(explicit: Path | None = None) -> Path:
