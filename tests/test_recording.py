@@ -241,3 +241,33 @@ def test_a_step_asked_with_other_parameters_is_noted(tmp_path: Path) -> None:
     lib = library(tmp_path, TREE.replace('path: "{{ params.log }}"', 'path: "{{ params.log }}.1"'))
     verdict = replay(lib, load_recording(folder)).verdicts[0]
     assert (verdict.kind, verdict.changed_with) == (SAME, ["poll", "poll"])
+
+
+def _recording_schema() -> dict[str, Any]:
+    return json.loads((Path(__file__).resolve().parents[1] / "engine" / "runbook" / "schema"
+                       / "recording.v1.json").read_text("utf-8"))
+
+
+def test_what_is_written_and_accepted_follows_the_shipped_schema(tmp_path: Path) -> None:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(_recording_schema())
+    folder = record(tmp_path, LOOPING)
+    assert list(validator.iter_errors(json.loads((folder / FILE).read_text()))) == []
+    lib = library(tmp_path, TREE.replace("result.age_s > 60", "result.age_s > 6000"))
+    assert accept(replay(lib, load_recording(folder))) == []
+    assert list(validator.iter_errors(json.loads((folder / FILE).read_text()))) == []
+    broken = json.loads((folder / FILE).read_text())
+    broken["nodes"][0]["results"]["poll"][0]["status"] = "fine"
+    assert [e.validator for e in validator.iter_errors(broken)] == ["enum"]
+
+
+def test_the_shipped_recordings_follow_the_schema() -> None:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(_recording_schema())
+    shipped = sorted((Path(__file__).resolve().parents[1] / "runbooks" / "recordings").glob("*/" + FILE))
+    assert len(shipped) >= 4
+    for path in shipped:
+        errors = [e.message for e in validator.iter_errors(json.loads(path.read_text("utf-8")))]
+        assert errors == [], (path.parent.name, errors[:3])

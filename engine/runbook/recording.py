@@ -16,8 +16,9 @@ DIR/incident.json, with secrets in params and results hidden by `Redactor.data`:
                 "results": {"find-process": [{"check": "process", "with": {...}, "status": "ok",
                                               "result": {...}, "error": null, "duration_s": 0.04}]}}]}
 
-`results` is keyed by qualified step (`rid:step` for another runbook's step, as in test
-files). `status`, `reason`, `path` and `conclusion` are what a replay expects.
+The format's JSON Schema ships as schema/recording.v1.json. `results` is keyed by
+qualified step (`rid:step` for another runbook's step, as in test files). `status`,
+`reason`, `path` and `conclusion` are what a replay expects.
 """
 
 from __future__ import annotations
