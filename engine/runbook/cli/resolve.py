@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from runbook.library import Library, load_library
 from runbook.model import Runbook
 from runbook.problems import did_you_mean
+from runbook.versioning import parse_semver
 
-_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?")
 _DIGEST = re.compile(r"sha256:[0-9a-fA-F]{8,64}")
 PIN_FORM = "ID@MAJOR.MINOR.PATCH or ID@sha256:HEX with at least 8 hex digits"
 
@@ -48,7 +48,7 @@ def parse_reference(text: str) -> Reference:
     runbook_id, at, pin = text.partition("@")
     if not at:
         return Reference(runbook_id)
-    if not (_VERSION.fullmatch(pin) or _DIGEST.fullmatch(pin)):
+    if not (parse_semver(pin) or _DIGEST.fullmatch(pin)):
         raise PinError(f"{text!r}: {pin!r} is not a version or digest pin (expected {PIN_FORM})")
     return Reference(runbook_id, pin)
 
