@@ -17,6 +17,7 @@ from runbook.translations import (
     EN_CHANGED,
     UNSTAMPED,
     ZH_CHANGED,
+    article_text,
     compare,
     fingerprint,
     kb_problems,
@@ -92,8 +93,14 @@ def article(kb: Path, slug: str, en_body: str, zh_body: str, fp: str | None = No
     return folder
 
 
+def article_fp(en_body: str, zh_body: str) -> str:
+    """The fingerprint `article` files get: their title and summary are T and S."""
+    meta = {"title": "T", "summary": "S"}
+    return fingerprint(article_text(meta, en_body), article_text(meta, zh_body))
+
+
 def test_kb_article_with_one_body_changed(tmp_path: Path) -> None:
-    folder = article(tmp_path, "demo", "New English.", "中文。", fingerprint("Old English.", "中文。"))
+    folder = article(tmp_path, "demo", "New English.", "中文。", article_fp("Old English.", "中文。"))
     [problem] = kb_problems(load_kb([tmp_path]))
     assert (problem.file, problem.line, problem.severity) == (str(folder / "zh.md"), 8, "warning")
     assert problem.message.startswith(f"stale translation: {folder / 'en.md'} changed since "
@@ -101,13 +108,22 @@ def test_kb_article_with_one_body_changed(tmp_path: Path) -> None:
 
 
 def test_kb_article_in_step_or_unstamped_is_quiet(tmp_path: Path) -> None:
-    article(tmp_path, "a", "English.", "中文。", fingerprint("English.", "中文。"))
+    article(tmp_path, "a", "English.", "中文。", article_fp("English.", "中文。"))
     article(tmp_path, "b", "English.", "中文。")
     assert kb_problems(load_kb([tmp_path])) == []
 
 
+def test_kb_article_whose_title_changed_in_one_language_is_stale(tmp_path: Path) -> None:
+    folder = article(tmp_path, "a", "English.", "中文。", article_fp("English.", "中文。"))
+    zh = folder / "zh.md"
+    zh.write_text(zh.read_text("utf-8").replace("title: T\n", "title: 新标题\n"), "utf-8")
+    [problem] = kb_problems(load_kb([tmp_path]))
+    assert problem.file == str(folder / "en.md")
+    assert problem.message.startswith(f"stale translation: {zh} changed since {folder / 'en.md'}")
+
+
 def test_kb_fingerprints_must_agree_and_be_well_formed(tmp_path: Path) -> None:
-    good = fingerprint("English.", "中文。")
+    good = article_fp("English.", "中文。")
     article(tmp_path, "a", "English.", "中文。", good, zh_fp="0" * 8 + "/" + "0" * 8)
     article(tmp_path, "b", "English.", "中文。", "stale")
     found = kb_problems(load_kb([tmp_path]))

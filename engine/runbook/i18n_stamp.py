@@ -21,6 +21,7 @@ from runbook.translations import (
     CURRENT,
     EN_CHANGED,
     UNSTAMPED,
+    article_text,
     fingerprint,
     kb_stale_message,
     stale_message,
@@ -188,14 +189,16 @@ def _move_trailing_comment(mapping: Any, from_key: str, to_key: str) -> None:
 
 
 def stamp_article(folder: Path, accept: bool = False) -> StampResult:
-    """Write the fingerprint of an article's two bodies into both front matters."""
+    """Write the fingerprint of an article's two versions (title, summary, body) into both
+    front matters."""
     en_path, zh_path = folder / "en.md", folder / "zh.md"
     result = StampResult(str(folder))
     if not (en_path.exists() and zh_path.exists()):
         return result  # one language only: lint reports the missing one
     en, zh = _split(en_path), _split(zh_path)
     old = {_recorded(en[0]), _recorded(zh[0])}
-    how = state(en[1], zh[1], old.pop() if len(old) == 1 else None)
+    en_text, zh_text = article_text(*en), article_text(*zh)
+    how = state(en_text, zh_text, old.pop() if len(old) == 1 else None)
     if how == CURRENT:
         return result
     if how not in (UNSTAMPED, BOTH_CHANGED) and not accept:
@@ -204,7 +207,7 @@ def stamp_article(folder: Path, accept: bool = False) -> StampResult:
         result.stale.append(Problem(str(behind), front.count("\n") + 1, 1, ("body",), message,
                                     "warning"))
         return result
-    value = fingerprint(en[1], zh[1])
+    value = fingerprint(en_text, zh_text)
     for path, (front, body) in ((en_path, en), (zh_path, zh)):
         path.write_text(_with_fp(front, value) + body, "utf-8")
     result.written += how in (UNSTAMPED, BOTH_CHANGED)

@@ -118,6 +118,22 @@ def runbook_problems(file: str, data: Any, positions: Positions, old: Any = None
 # ---- knowledge-base articles ----
 
 
+def article_text(front: str | dict[str, Any], body: str) -> str:
+    """What an article's fingerprint covers: its title, its summary and its body.
+
+    `front` is the front matter block (with its `---` lines) or the parsed mapping.
+    """
+    if isinstance(front, str):
+        import yaml
+
+        try:
+            front = yaml.safe_load(front.strip().strip("-")) or {}
+        except yaml.YAMLError:
+            front = {}
+    meta = front if isinstance(front, dict) else {}
+    return f"{meta.get('title') or ''}\n{meta.get('summary') or ''}\n{body.strip()}"
+
+
 def kb_problems(kb: KnowledgeBase, revision: Revision | None = None) -> list[Problem]:
     """Stale-translation warnings of every article that exists in both languages."""
     problems: list[Problem] = []
@@ -137,9 +153,10 @@ def kb_problems(kb: KnowledgeBase, revision: Revision | None = None) -> list[Pro
                                     f"keep the same fingerprint: run: runbook i18n stamp {folder})",
                                     "warning"))
             continue
-        how = state(en.body, zh.body, str(en_fp) if en_fp else None)
+        en_text, zh_text = article_text(en.meta, en.body), article_text(zh.meta, zh.body)
+        how = state(en_text, zh_text, str(en_fp) if en_fp else None)
         if how == UNSTAMPED and revision is not None:
-            how = _compare_at(revision, Path(en.path), Path(zh.path), en.body, zh.body)
+            how = _compare_at(revision, Path(en.path), Path(zh.path), en_text, zh_text)
         if how in (CURRENT, UNSTAMPED):
             continue
         behind = zh if how == EN_CHANGED else en
@@ -155,7 +172,7 @@ def _compare_at(revision: Revision, en_path: Path, zh_path: Path, en: str, zh: s
     en_parts, zh_parts = split_front_matter(old_en), split_front_matter(old_zh)
     if en_parts is None or zh_parts is None:
         return UNSTAMPED
-    return compare(en_parts[1], zh_parts[1], en, zh)
+    return compare(article_text(*en_parts), article_text(*zh_parts), en, zh)
 
 
 def kb_stale_message(en_path: str, zh_path: str, how: str, folder: str) -> str:

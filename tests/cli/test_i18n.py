@@ -171,12 +171,14 @@ def write_article(kb: Path, slug: str, en_body: str, zh_body: str) -> Path:
     return folder
 
 
-def test_articles_get_one_fingerprint_of_both_bodies(runbook_cli, tmp_path: Path) -> None:
+def test_articles_get_one_fingerprint_of_title_summary_and_body(runbook_cli, tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     folder = write_article(kb, "demo", "The English body.", "中文正文。")
     out = runbook_cli("i18n", "stamp", str(kb))
     assert out.returncode == 0, out.stderr
-    value = f"{short('The English body.')}/{short('中文正文。')}"
+    en_text = "Demo article\nDemo article\nThe English body."
+    zh_text = "演示文章\n演示文章\n中文正文。"
+    value = f"{short(en_text)}/{short(zh_text)}"
     for lang in ("en", "zh"):
         text = (folder / f"{lang}.md").read_text("utf-8")
         assert text.startswith(f"---\nid: demo\nlang: {lang}\n")
