@@ -13,26 +13,28 @@ from typing import Any
 import yaml
 
 from runbook.gitrev import Revision
+from runbook.loader import LoadResult
 from runbook.problems import DocPath, Problem
 from runbook.translations import runbook_problems
 from runbook.versioning import check_version
 from runbook.yamlpos import DuplicateKeyError, Positions, parse
 
 
-def runbook_changes(files: Iterable[Path], revision: Revision | None) -> list[Problem]:
-    """Problems of each runbook file against its fingerprints and, given a revision, against it.
+def runbook_changes(results: Iterable[LoadResult], revision: Revision | None) -> list[Problem]:
+    """Problems of each loaded runbook file against its fingerprints and, given a revision,
+    against the same file there.
 
     Raises GitRevError when the revision cannot be read at all."""
     problems: list[Problem] = []
-    for file in files:
-        parsed = _parse(_read(file))
-        if parsed is None or not isinstance(parsed[0], dict):
+    for result in results:
+        data, positions = result.data, result.positions
+        if not isinstance(data, dict) or positions is None:
             continue  # the loader reports why the file does not parse
-        data, positions = parsed
+        file = Path(result.path)
         old = _old_document(file, revision) if revision is not None else None
-        problems += runbook_problems(str(file), data, positions, old)
+        problems += runbook_problems(result.path, data, positions, old)
         if revision is not None:
-            problems += _version_problems(str(file), data, positions, old, revision.rev)
+            problems += _version_problems(result.path, data, positions, old, revision.rev)
     return problems
 
 
@@ -52,13 +54,6 @@ def _old_document(file: Path, revision: Revision) -> dict[str, Any] | None:
     text = revision.read(file)
     parsed = _parse(text) if text is not None else None
     return parsed[0] if parsed is not None and isinstance(parsed[0], dict) else None
-
-
-def _read(file: Path) -> str | None:
-    try:
-        return file.read_text("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _parse(text: str | None) -> tuple[Any, Positions] | None:

@@ -83,8 +83,6 @@ def load_library(paths: Iterable[Path] | None = None) -> Library:
 
 def _check_cross_references(library: Library) -> None:
     """`goto: other-runbook:step` and `see_also: runbook:x` must name something that exists."""
-    from runbook.yamlpos import parse
-
     for result in library.by_id.values():
         runbook = result.runbook
         assert runbook is not None
@@ -108,11 +106,9 @@ def _check_cross_references(library: Library) -> None:
                 if kind == "runbook" and name not in library.by_id:
                     problems.append((("conclusions", cid, "see_also", i),
                                      f"no runbook named {name!r}{did_you_mean(name, library.by_id)}"))
-        if problems:
-            _, positions = parse(Path(result.path).read_text("utf-8"))
-            for path, message in problems:
-                line, col = positions.of(path)
-                library.problems.append(Problem(result.path, line, col, path, message))
+        for path, message in problems:
+            line, col = result.positions.of(path) if result.positions else (1, 1)
+            library.problems.append(Problem(result.path, line, col, path, message))
 
 
 def _cross_target_problem(library: Library, target: str) -> str | None:

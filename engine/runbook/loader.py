@@ -21,7 +21,6 @@ import yaml
 from runbook import expr, taxonomy
 from runbook.checks import CHECK_TYPES, load_check
 from runbook.engine_version import RequiresError, older_api_version, unmet_requires, unsupported_api_version
-from runbook.migrate import MIGRATIONS
 from runbook.model import (
     Branch,
     ChangelogEntry,
@@ -61,6 +60,10 @@ class LoadResult:
     runbook: Runbook | None
     compiled: Compiled
     problems: list[Problem]
+    # The parsed document and its positions, for checks beyond the loader's (lint's
+    # versioning and translations, cross-references) without reading the file again.
+    data: Any = None
+    positions: Positions | None = None
 
     @property
     def ok(self) -> bool:
@@ -120,15 +123,17 @@ def load_text(text: str, file: str, digest: str = "") -> LoadResult:
         return _failed(file, (1, 1), (), "a runbook is a YAML mapping (apiVersion, id, steps, ...)")
     checker = _Checker(file, data, positions)
     if not (checker.requires_ok() and checker.api_version_ok()):
-        return LoadResult(file, None, Compiled(), checker.problems)
+        return LoadResult(file, None, Compiled(), checker.problems, data, positions)
     checker.validate_schema()
     checker.check_semantics()
     runbook = None
-    # `runbook new`'s markers fail lint, but a draft still builds: its article's links resolve.
-    if not any(p.severity == "error" and p.message != TODO_MESSAGE for p in checker.problems):
+    if not any(p.severity == "error" for p in checker.problems):
         runbook = _build(data, file, digest or "sha256:" + hashlib.sha256(text.encode()).hexdigest())
+    # `runbook new`'s markers fail lint (and `ok`), but a draft still builds: its article's
+    # links resolve and its pages can be previewed.
+    checker.check_todo_markers(data, ())
     checker.problems.sort(key=lambda p: (p.line, p.column))
-    return LoadResult(file, runbook, checker.compiled, checker.problems)
+    return LoadResult(file, runbook, checker.compiled, checker.problems, data, positions)
 
 
 class _Checker:
@@ -166,13 +171,15 @@ class _Checker:
         if version is None:
             self.add((), f"missing apiVersion (expected 'apiVersion: {API_VERSION}')")
             return False
+        if version == API_VERSION:
+            return True
+        from runbook.migrate import MIGRATIONS  # only for files that are not current
+
         if isinstance(version, str) and version in MIGRATIONS:
             self.add(("apiVersion",), older_api_version(version, self.file))
             return False
-        if version != API_VERSION:
-            self.add(("apiVersion",), unsupported_api_version(version, API_VERSION))
-            return False
-        return True
+        self.add(("apiVersion",), unsupported_api_version(version, API_VERSION))
+        return False
 
     def validate_schema(self) -> None:
         from jsonschema import Draft202012Validator
@@ -242,7 +249,6 @@ class _Checker:
         self._check_signatures(targets)
         self._check_reachable(steps, conclusions, start)
         self._check_texts(self.data, ())
-        self._check_todo_markers(self.data, ())
 
     def _check_signatures(self, targets: list[str]) -> None:
         signatures = self.data.get("signatures")
@@ -404,14 +410,14 @@ class _Checker:
                     self.add((section, name), f"{name!r} is never reached from start "
                              f"{start!r}", key=True)
 
-    def _check_todo_markers(self, value: Any, path: DocPath) -> None:
+    def check_todo_markers(self, value: Any, path: DocPath) -> None:
         """Any string (text, `when`, check parameter, command) still holding `runbook new`'s marker."""
         if isinstance(value, dict):
             for key, child in value.items():
-                self._check_todo_markers(child, (*path, key))
+                self.check_todo_markers(child, (*path, key))
         elif isinstance(value, list):
             for i, child in enumerate(value):
-                self._check_todo_markers(child, (*path, i))
+                self.check_todo_markers(child, (*path, i))
         elif holds_marker(value):
             self.add(path, TODO_MESSAGE)
 

@@ -5,8 +5,8 @@ document one step forward; they are chained until the loader's API_VERSION, so a
 future `runbook/v1 -> runbook/v2` is one more entry. Documents are edited with
 ruamel.yaml's round-trip mode, which keeps comments, key order and quoting.
 
-ruamel.yaml is imported only when a file is migrated: the loader imports this
-module for MIGRATIONS alone.
+ruamel.yaml is imported only when a file is migrated; the loader imports this
+module for MIGRATIONS alone, and only for a file that is not current.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ class RecordedTransport:
         self.missing: dict[str, str] = {}  # node -> the step the recording lacks
         self.changed_with: dict[str, list[str]] = {}  # node -> steps whose parameters changed
         self._lock = threading.Lock()
+        self._redactor = Redactor()  # recorded `with` values were redacted: compare like with like
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         step = str(request.get("step"))
@@ -42,7 +43,7 @@ class RecordedTransport:
             if n >= len(answers) or answers[n].get("check") not in (None, request.get("check")):
                 self.missing.setdefault(node.name, step)
                 return ProbeAnswer("error", error=f"the recording has no answer for step {step!r}")
-            if Redactor().data(json_ready(request.get("with") or {})) != answers[n].get("with", {}):
+            if self._redactor.data(json_ready(request.get("with") or {})) != answers[n].get("with", {}):
                 self.changed_with.setdefault(node.name, []).append(step)
         recorded = answers[n]
         if recorded["status"] != "ok":

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         problems += taxonomy_coverage(library.runbooks(), kb)
     revision = Revision(args.base) if args.base else None
     try:
-        problems += runbook_changes(files, revision)
+        problems += runbook_changes([r for r in library.results if r.path in linted], revision)
         problems += kb_problems(kb, revision) if kb_paths else []
     except GitRevError as exc:
         print(f"runbook lint: --base {args.base}: {exc}", file=sys.stderr)

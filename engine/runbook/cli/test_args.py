@@ -1,12 +1,12 @@
 import argparse
 
-from runbook.cli.common_args import add_lang
+from runbook.cli.common_args import add_format, add_lang
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", help="runbook files or directories "
                         "(default: the search path)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(parser)
     parser.add_argument("--coverage", action="store_true",
                         help="also report which steps, branches and conclusions the cases reach; "
                              "fail when a branch or a conclusion is never reached")
