@@ -11,7 +11,8 @@ import pytest
 
 from runbook import migrate
 from runbook.loader import API_VERSION, load_file, load_text
-from runbook.migrate import MigrateError, guess_indent, migrate_text
+from runbook.migrate import MigrateError, migrate_text
+from runbook.roundtrip import guess_indent
 
 DATA = Path(__file__).parent / "data" / "migrate"
 BETA = DATA / "v1beta1" / "checkpoint-stale.yaml"

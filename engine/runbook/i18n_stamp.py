@@ -8,12 +8,12 @@ since its fingerprint is left alone unless the caller accepts it as in step.
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runbook import roundtrip
 from runbook.kb import split_front_matter
 from runbook.problems import DocPath, Problem, format_path
 from runbook.translations import (
@@ -29,10 +29,6 @@ from runbook.translations import (
     texts,
 )
 
-# (mapping, sequence, offset) indentations tried, most common first: the first that
-# writes the untouched file back byte for byte is the file's own.
-_INDENTS = ((2, 4, 2), (2, 2, 0), (4, 6, 4), (4, 4, 2), (4, 2, 0), (2, 3, 1), (3, 5, 3))
-_WIDTH = 10**6  # never rewrap a line
 _FP_LINE = re.compile(r"^fp:[ \t]*[\"']?([^\"'\s#]*)[\"']?[ \t]*(?:#.*)?$", re.MULTILINE)
 
 
@@ -67,7 +63,7 @@ def stamp_runbook(path: Path, accept: bool = False) -> StampResult:
         result.written += how in (UNSTAMPED, BOTH_CHANGED)
         result.accepted += how not in (UNSTAMPED, BOTH_CHANGED)
     if result.written or result.accepted:
-        path.write_text(_dump(yaml, data), "utf-8")
+        path.write_text(roundtrip.dump(yaml, data), "utf-8")
     return result
 
 
@@ -91,52 +87,13 @@ def _read(path: Path) -> str:
 
 
 def _load(path: Path, text: str) -> tuple[Any, Any, int]:
-    """The loaded document, a round-trip writer set to the file's own indentation, and how many
+    """The loaded document, a round-trip writer set to the file's own layout, and how many
     lines that writer still cannot keep as they are (0 for files in one consistent style)."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
     try:
-        data = _writer(*_INDENTS[0]).load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{mark.line + 1}:{mark.column + 1}" if mark else "1:1"
-        raise StampError(f"{path}:{where}: YAML syntax error: {exc.problem} (fix it first; "
+        return roundtrip.load(text)
+    except roundtrip.RoundTripError as exc:
+        raise StampError(f"{path}:{exc.line}:{exc.column}: {exc.message} (fix it first; "
                          "runbook lint shows every problem)") from None
-    except YAMLError as exc:
-        raise StampError(f"{path}:1:1: YAML error: {exc}") from None
-    best: tuple[int, Any] | None = None
-    for indent in _INDENTS:
-        yaml = _writer(*indent)
-        relaid = _lines_changed(text, _dump(yaml, data))
-        if best is None or relaid < best[0]:
-            best = (relaid, yaml)
-        if relaid == 0:
-            break
-    assert best is not None
-    return data, best[1], best[0]
-
-
-def _writer(mapping: int, sequence: int, offset: int) -> Any:
-    from ruamel.yaml import YAML
-
-    yaml = YAML()  # round trip
-    yaml.preserve_quotes = True
-    yaml.width = _WIDTH
-    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
-    return yaml
-
-
-def _dump(yaml: Any, data: Any) -> str:
-    out = io.StringIO()
-    yaml.dump(data, out)
-    return out.getvalue()
-
-
-def _lines_changed(before: str, after: str) -> int:
-    import difflib
-
-    diff = difflib.ndiff(before.splitlines(), after.splitlines())
-    return sum(line.startswith("+ ") for line in diff)
 
 
 def _node(data: Any, path: DocPath) -> Any:

@@ -11,12 +11,11 @@ module for MIGRATIONS alone, and only for a file that is not current.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runbook import migrate_v1beta1
+from runbook import migrate_v1beta1, roundtrip
 from runbook.problems import DocPath, Problem
 
 Upgrade = Callable[[Any], None]  # rewrites a ruamel CommentedMap in place
@@ -53,8 +52,7 @@ def migrate_text(text: str) -> Migrated:
     """The text of a runbook file upgraded to the current apiVersion. Raises MigrateError."""
     from runbook.loader import API_VERSION
 
-    yaml = _round_trip(text)
-    doc = _load(yaml, text)
+    doc, yaml = _load(text)
     version = _api_version(doc, API_VERSION)
     if version == API_VERSION:
         return Migrated(version, version, text)
@@ -63,9 +61,7 @@ def migrate_text(text: str) -> Migrated:
         current, upgrade = MIGRATIONS[current]
         upgrade(doc)
         doc["apiVersion"] = current
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    return Migrated(version, current, out.getvalue())
+    return Migrated(version, current, roundtrip.dump(yaml, doc))
 
 
 def _api_version(doc: Any, current: str) -> str:
@@ -81,59 +77,14 @@ def _api_version(doc: Any, current: str) -> str:
     return str(version)
 
 
-def _load(yaml: Any, text: str) -> Any:
-    from ruamel.yaml import YAMLError
+def _load(text: str) -> tuple[Any, Any]:
+    """(document, a writer keeping the file's layout). Raises MigrateError."""
     from ruamel.yaml.comments import CommentedMap
 
     try:
-        doc = yaml.load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise MigrateError(line, column, (), f"YAML syntax error: {problem}") from None
+        doc, yaml, _ = roundtrip.load(text)
+    except roundtrip.RoundTripError as exc:
+        raise MigrateError(exc.line, exc.column, (), exc.message) from None
     if not isinstance(doc, CommentedMap):
         raise MigrateError(1, 1, (), "a runbook is a YAML mapping (apiVersion, id, steps, ...)")
-    return doc
-
-
-def _round_trip(text: str) -> Any:
-    """A ruamel.yaml round-trip instance that writes the file back in its own layout."""
-    from ruamel.yaml import YAML
-
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    yaml.width = 1 << 20  # never rewrap a long line
-    mapping, offset = guess_indent(text)
-    yaml.indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
-    # `key: null` stays `null` (ruamel would write an empty value).
-    yaml.representer.add_representer(
-        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
-    return yaml
-
-
-
-
-def guess_indent(text: str) -> tuple[int, int]:
-    """(mapping indent, offset of a block sequence's dash) as the file uses them.
-
-    Taken from the first nested mapping key and the first block sequence under a key;
-    2 and 2 (`key:` / `  - item`, this repository's style) when the file shows none.
-    """
-    mapping = offset = None
-    parent: int | None = None  # indentation of the previous `key:` line without a value
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        dash = stripped.startswith("- ")
-        if parent is not None and (indent > parent or (dash and indent == parent)):
-            if dash:
-                offset = offset if offset is not None else indent - parent
-            else:
-                mapping = mapping if mapping is not None else indent - parent
-        parent = indent if stripped.endswith(":") and not dash else None
-        if mapping is not None and offset is not None:
-            break
-    return mapping or 2, offset if offset is not None else 2
+    return doc, yaml
