@@ -146,6 +146,17 @@ def _strings(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
+def front_matter_meta(block: str) -> dict[str, Any]:
+    """The mapping in a front matter block (as split_front_matter gives it); {} when broken
+    (reading the article reports why)."""
+    found = _FRONT_MATTER.match(block)
+    try:
+        meta = yaml.safe_load(found.group(1)) if found else None
+    except yaml.YAMLError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def split_front_matter(text: str) -> tuple[str, str] | None:
     """(front matter block with its `---` lines, body) of an article's text, or None without one."""
     found = _FRONT_MATTER.match(text)

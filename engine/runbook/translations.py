@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runbook.gitrev import Revision
-from runbook.kb import KnowledgeBase, split_front_matter
+from runbook.kb import KnowledgeBase, front_matter_meta, split_front_matter
 from runbook.problems import DocPath, Problem, format_path
 from runbook.yamlpos import Positions
 
@@ -123,14 +123,7 @@ def article_text(front: str | dict[str, Any], body: str) -> str:
 
     `front` is the front matter block (with its `---` lines) or the parsed mapping.
     """
-    if isinstance(front, str):
-        import yaml
-
-        try:
-            front = yaml.safe_load(front.strip().strip("-")) or {}
-        except yaml.YAMLError:
-            front = {}
-    meta = front if isinstance(front, dict) else {}
+    meta = front_matter_meta(front) if isinstance(front, str) else front
     return f"{meta.get('title') or ''}\n{meta.get('summary') or ''}\n{body.strip()}"
 
 
