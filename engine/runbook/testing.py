@@ -72,6 +72,7 @@ class CaseResult:
     failures: list[str] = field(default_factory=list)
     reach: Reached = field(default_factory=Reached)  # steps, branches, conclusions walked through
     runbook: str = ""  # the runbook the case walks (its test file's, or its recording's)
+    recording: Path | None = None  # the incident.json a case replays (resolved)
 
     @property
     def ok(self) -> bool:
@@ -98,16 +99,6 @@ def run_test_file(path: Path, library: Library) -> tuple[str | None, list[CaseRe
     if not cases:
         return rid, [CaseResult(str(path), "(file)", ["no test cases"], runbook=rid)]
     return rid, [_run_case(path, library, rid, i, case) for i, case in enumerate(cases)]
-
-
-def recordings_named(path: Path) -> set[Path]:
-    """The recordings a test file's cases point at (resolved), so they are not replayed twice."""
-    try:
-        doc = yaml.safe_load(path.read_text("utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return set()
-    return {recording_file(_recording_path(path, str(c["recording"]))).resolve()
-            for c in doc.get("cases") or [] if isinstance(c, dict) and c.get("recording")}
 
 
 def find_recordings(library: Library) -> list[Path]:
@@ -155,14 +146,18 @@ def _run_case(path: Path, library: Library, rid: str, index: int,
 
 def _recording_case(path: Path, library: Library, rid: str, name: str,
                     case: dict[str, Any]) -> CaseResult:
+    file = recording_file(_recording_path(path, str(case["recording"]))).resolve()
     try:
-        recording = load_recording(_recording_path(path, str(case["recording"])))
+        recording = load_recording(file)
     except RecordingError as exc:
-        return CaseResult(str(path), name, [str(exc)], runbook=rid)
+        return CaseResult(str(path), name, [str(exc)], runbook=rid, recording=file)
     if library.get(recording.runbook_id) is None:
         return CaseResult(str(path), name, [f"the recording is of runbook "
-                                            f"{recording.runbook_id!r}, which is not loaded"], runbook=rid)
-    return _replay_case(str(path), name, library, recording, case.get("expect"))
+                                            f"{recording.runbook_id!r}, which is not loaded"],
+                          runbook=rid, recording=file)
+    result = _replay_case(str(path), name, library, recording, case.get("expect"))
+    result.recording = file
+    return result
 
 
 def _replay_case(file: str, name: str, library: Library, recording: Recording,

@@ -79,7 +79,6 @@ def _all_cases(library: Any, ui: dict[str, Any]) -> list[Any]:
     from runbook.testing import (
         CaseResult,
         find_recordings,
-        recordings_named,
         run_recording,
         run_test_file,
         tests_file_for,
@@ -96,7 +95,7 @@ def _all_cases(library: Any, ui: dict[str, Any]) -> list[Any]:
             continue
         _, cases = run_test_file(test_file, library)
         results.extend(_with_runbook(c, rid) for c in cases)
-        named |= recordings_named(test_file)
+        named |= {c.recording for c in cases if c.recording}
     for file in find_recordings(library):
         if file.resolve() not in named:
             result = run_recording(file, library)
