@@ -156,17 +156,21 @@ def test_ctrl_c_leaves_no_probe_behind(make_cluster, tmp_path: Path) -> None:
     assert by_node(report)["node03"]["conclusion"]["id"] == "healthy"
     assert by_node(report)["node01"]["status"] == "timeout"
     for host in cl.names():
-        _wait_for(lambda h=host: not [p for p in cl.processes(h)
-                                      if "runbook-probe" in p or "nvidia-smi" in p], timeout=5)
+        _wait_for(lambda h=host: not _probe_leftovers(cl, h), timeout=5,
+                  what=lambda h=host: f"{h} still runs {_probe_leftovers(cl, h)}")
 
 
-def _wait_for(condition: Any, timeout: float = 15.0) -> None:
+def _probe_leftovers(cl: Any, host: str) -> list[str]:
+    return [p for p in cl.processes(host) if "runbook-probe" in p or "nvidia-smi" in p]
+
+
+def _wait_for(condition: Any, timeout: float = 15.0, what: Any = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.1)
-    raise AssertionError(f"condition not met within {timeout}s")
+    raise AssertionError(f"condition not met within {timeout}s" + (f": {what()}" if what else ""))
 
 
 def test_ssh_config_aliases_proxyjump_and_a_refused_key(make_cluster, tmp_path: Path) -> None:

@@ -261,13 +261,17 @@ class SshTransport:
             channel.close()
 
     def _kill_remote(self, connection: Any, pid: int) -> None:
-        """SIGTERM the probe's process group (it kills its own commands), then SIGKILL."""
+        """SIGTERM the probe's process group (it kills its own commands), then SIGKILL it and
+        the groups of its commands: each runs in a group of its own, and a probe too busy to
+        handle SIGTERM in time must not leave a hung `nvidia-smi` behind."""
         if pid <= 1:
             return
         with contextlib.suppress(Exception):
             channel = connection.client.get_transport().open_session(timeout=2)
-            channel.exec_command(f"kill -TERM -- -{pid} {pid} 2>/dev/null; sleep 0.3; "
-                                 f"kill -KILL -- -{pid} {pid} 2>/dev/null; true")
+            # The children are listed first: once the probe is gone they have a new parent.
+            channel.exec_command(f"kids=$(pgrep -P {pid} 2>/dev/null | sed 's/^/-/'); "
+                                 f"kill -TERM -- -{pid} {pid} 2>/dev/null; sleep 0.3; "
+                                 f"kill -KILL -- -{pid} {pid} $kids 2>/dev/null; true")
             channel.settimeout(3)
             channel.recv_exit_status()
             channel.close()
