@@ -86,6 +86,21 @@ def test_run_json_follows_the_report_contract(runbook_cli, tmp_path: Path) -> No
         (ROOT / "runbooks" / "training-hang.yaml").read_text())["version"]
 
 
+def test_run_writes_junit_and_html_reports_with_the_same_exit_code(runbook_cli, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    log = tmp_path / "train.log"
+    log.write_text("CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    junit, page = tmp_path / "report.xml", tmp_path / "report.html"
+    args = ("run", "training-hang", "--set", f"log={log}", "--set", "match=^no-such-job$")
+    assert runbook_cli(*args, "--format", "junit", "--output", str(junit)).returncode == 1
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+    assert next(suite.iter("failure")).get("type") == "crashed-cuda-oom"
+    assert runbook_cli(*args, "--format", "html", "--output", str(page), "--lang", "zh").returncode == 1
+    assert '<html lang="zh-CN">' in page.read_text("utf-8") and "诊断路径" in page.read_text("utf-8")
+
+
 def test_run_text_in_chinese_shows_path_evidence_and_fixes(runbook_cli, tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("error: unrecognized arguments: --model-use-moe=True\n")

@@ -1,6 +1,6 @@
 import argparse
 
-from runbook.cli.common_args import add_lang, add_node_args
+from runbook.cli.common_args import add_format, add_lang, add_node_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -9,7 +9,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_node_args(parser)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                         help="a runbook parameter, e.g. --set log=train.log (repeatable)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(parser, ("text", "json", "md", "html", "junit"))
     parser.add_argument("--output", "-o", help="write the report to this file")
     add_lang(parser)
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S",

@@ -1,0 +1,52 @@
+"""`--format junit`: JUnit XML, so a CI system or a dashboard shows each node as a test case.
+
+One test suite for the run, one test case per node: a warning or critical conclusion is
+a failure, a node that could not be diagnosed (unreachable, timeout, error) an error.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from runbook.report.build import PROBLEM_SEVERITIES
+from runbook.walk import CONCLUDED
+
+
+class JunitReporter:
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def on_step(self, outcome: Any, evidence: Any) -> None:
+        pass
+
+    def on_node_done(self, outcome: Any) -> None:
+        pass
+
+    def render(self, report: dict[str, Any]) -> str:
+        rb, nodes = report["runbook"], report["nodes"]
+        failures = [n for n in nodes if (n.get("conclusion") or {}).get("severity") in PROBLEM_SEVERITIES]
+        errors = [n for n in nodes if n["status"] != CONCLUDED]
+        suite = ET.Element("testsuite", name=f"runbook {rb['id']} {rb['version']}",
+                           tests=str(len(nodes)), failures=str(len(failures)), errors=str(len(errors)),
+                           time=f"{report['duration_s']:.3f}", timestamp=report["started_at"])
+        properties = ET.SubElement(suite, "properties")
+        for name, value in (("digest", rb["digest"]), *((f"param.{k}", v) for k, v in
+                                                          sorted(report["params"].items()))):
+            ET.SubElement(properties, "property", name=name, value=str(value))
+        for n in nodes:
+            seconds = sum(e["duration_s"] for e in n["evidence"])
+            case = ET.SubElement(suite, "testcase", classname=rb["id"], name=n["node"],
+                                 time=f"{seconds:.3f}")
+            c = n.get("conclusion")
+            path = " → ".join(n["path"])
+            if n["status"] != CONCLUDED:
+                ET.SubElement(case, "error", type=n["status"],
+                              message=n.get("reason") or n["status"]).text = f"path: {path}"
+            elif c and c["severity"] in PROBLEM_SEVERITIES:
+                ET.SubElement(case, "failure", type=c["id"], message=c["title"]).text = (
+                    f"{c['severity']} · {', '.join(c['taxonomy'])}\npath: {path}\n\n{c['explanation']}")
+            ET.SubElement(case, "system-out").text = (
+                f"{c['id']}: {c['title']}\npath: {path}" if c else f"path: {path}")
+        ET.indent(suite)
+        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
