@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runbook.report.silent import SilentReporter
 
-class JsonReporter:
-    def __init__(self, **_: Any) -> None:
-        pass
 
-    def on_step(self, outcome: Any, evidence: Any) -> None:
-        pass
-
-    def on_node_done(self, outcome: Any) -> None:
-        pass
-
+class JsonReporter(SilentReporter):
     def render(self, report: dict[str, Any]) -> str:
         return json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"

@@ -10,19 +10,11 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from runbook.report.build import PROBLEM_SEVERITIES
+from runbook.report.silent import SilentReporter
 from runbook.walk import CONCLUDED
 
 
-class JunitReporter:
-    def __init__(self, **_: Any) -> None:
-        pass
-
-    def on_step(self, outcome: Any, evidence: Any) -> None:
-        pass
-
-    def on_node_done(self, outcome: Any) -> None:
-        pass
-
+class JunitReporter(SilentReporter):
     def render(self, report: dict[str, Any]) -> str:
         rb, nodes = report["runbook"], report["nodes"]
         failures = [n for n in nodes if (n.get("conclusion") or {}).get("severity") in PROBLEM_SEVERITIES]

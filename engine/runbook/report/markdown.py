@@ -9,21 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from runbook.report.silent import SilentReporter
 from runbook.report.text import UI, _groups, _value, compress
 
 SEVERITY = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "critical": "🛑"}
 SEVERITY_WORD = {"en": "severity", "zh": "严重程度"}
 
 
-class MarkdownReporter:
+class MarkdownReporter(SilentReporter):
     def __init__(self, lang: str = "en", **_: Any) -> None:
         self.lang, self.ui = lang, UI[lang]
-
-    def on_step(self, outcome: Any, evidence: Any) -> None:
-        pass
-
-    def on_node_done(self, outcome: Any) -> None:
-        pass
 
     def render(self, report: dict[str, Any]) -> str:
         rb = report["runbook"]
