@@ -1,7 +1,7 @@
 """Build step that copies the built-in runbooks, knowledge base and site theme into the wheel.
 
 Everything else about the package is in pyproject.toml. An editable install reads the
-repository's folders directly (see engine/runbook/shipped.py), so it copies nothing.
+repository's folders directly (see engine/runbook/library/shipped.py), so it copies nothing.
 """
 
 import shutil
@@ -11,7 +11,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-SHIPPED = ("runbooks", "kb", "site")  # keep in step with engine/runbook/shipped.py
+SHIPPED = ("runbooks", "kb", "site")  # keep in step with engine/runbook/library/shipped.py
 
 
 class BuildWithLibrary(build_py):

@@ -62,7 +62,8 @@ def test_the_wheel_holds_the_library_the_articles_and_the_theme(installed: Path)
 
 
 def test_an_installed_runbook_finds_its_library_outside_any_clone(installed: Path, tmp_path: Path) -> None:
-    where = runbook(installed, tmp_path, "-c", "import runbook.shipped as s; print(s.shipped_dir('kb'))")
+    where = runbook(installed, tmp_path, "-c",
+                    "from runbook.library.shipped import shipped_dir; print(shipped_dir('kb'))")
     assert where.stdout.strip() == str(installed / "runbook" / "_shipped" / "kb"), where.stderr
     listed = runbook(installed, tmp_path, "list", "--format", "json")
     assert listed.returncode == 0, listed.stderr

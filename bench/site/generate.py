@@ -22,7 +22,7 @@ from typing import Any
 import vocab as V
 import yaml
 
-from runbook import taxonomy
+from runbook.format import taxonomy
 
 PARAMS: dict[str, dict[str, Any]] = {
     "log": {"type": "path", "help": {"en": "The training log to read, e.g. logs/train.log",

@@ -16,8 +16,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from runbook.kb import KnowledgeBase
-from runbook.model import LANGS, Conclusion, Runbook, Step, Text
+from runbook.format.model import LANGS, Conclusion, Runbook, Step, Text
+from runbook.library.kb import KnowledgeBase
 
 _LINK = re.compile(r"\]\((kb|runbook):([a-z0-9][a-z0-9-]*)(#[^)\s]*)?\)")
 HEADINGS = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from runbook.todo import MARKER, MESSAGE
+from runbook.format.todo import MARKER, MESSAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Taxonomy ids of its conclusion, comma-separated: "
@@ -137,7 +137,7 @@ def test_a_draft_runbook_with_markers_cannot_be_run(tmp_path: Path) -> None:
 
 
 def test_lint_finds_the_marker_in_conditions_and_commands(tmp_path: Path) -> None:
-    from runbook.loader import load_text
+    from runbook.format.loader import load_text
 
     text = (ROOT / "runbooks" / "gpu-driver-hang.yaml").read_text("utf-8")
     doc = yaml.safe_load(text)

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from runbook.bundle_archive import COLLECTED, FIXED_MTIME, UNREACHABLE
-from runbook.collect_sections import SECTIONS
+from runbook.collect.archive import COLLECTED, FIXED_MTIME, UNREACHABLE
+from runbook.collect.sections import SECTIONS
 from scenarios.launch import SCENARIO_ROOT, start
 from tests import cluster_fixture
 

@@ -9,7 +9,7 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 
-from runbook.library import load_library
+from runbook.library.runbooks import load_library
 from runbook.site.build import build_site, load_content
 from runbook.site.markdown import MarkdownRenderer, slugify
 from runbook.site.pages import Page

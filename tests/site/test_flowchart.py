@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from runbook.loader import load_file
-from runbook.model import Branch, Check, Conclusion, Runbook, Step, Text
+from runbook.format.loader import load_file
+from runbook.format.model import Branch, Check, Conclusion, Runbook, Step, Text
+from runbook.i18n.textwidth import width
 from runbook.site.flowchart import flowchart_svg, wrap
-from runbook.textwidth import width
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "{http://www.w3.org/2000/svg}"

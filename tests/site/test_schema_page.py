@@ -16,7 +16,7 @@ from urllib.parse import unquote, urljoin, urlparse
 import pytest
 
 from runbook.checks import CHECK_TYPES
-from runbook.schemadoc import raw_schema, reference
+from runbook.library.schemadoc import raw_schema, reference
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ REPORT_SCHEMA = "runbook-check/v1"
 def run(args: argparse.Namespace) -> int:
     from runbook.checks import CHECK_TYPES, load_check
     from runbook.cli.targets import nodes_from_args, transports_from_args
-    from runbook.nodes import NodeSpecError
-    from runbook.problems import did_you_mean
+    from runbook.format.problems import did_you_mean
+    from runbook.run.nodes import NodeSpecError
 
     if args.type not in CHECK_TYPES:
         print(f"runbook check: no check type {args.type!r}{did_you_mean(args.type, CHECK_TYPES)} "
@@ -70,7 +70,7 @@ def parse_withs(items: list[str]) -> dict[str, Any]:
 def validate(ctype: str, schema: dict[str, Any], params: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
-    from runbook.problems import did_you_mean
+    from runbook.format.problems import did_you_mean
 
     known = list(schema.get("properties", {}))
     for error in Draft202012Validator(schema).iter_errors(params):

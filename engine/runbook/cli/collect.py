@@ -1,9 +1,9 @@
 """`runbook collect`: seed 004's diagnosis bundle, from every node at once, under timeouts.
 
-Nodes run in parallel (up to --forks); each node's sections (collect_sections.py) run in turn
+Nodes run in parallel (up to --forks); each node's sections (collect/sections.py) run in turn
 through its transport, each under its own time limit and all under the whole-run --timeout.
 Whatever a node yields is kept when another node fails. Every file is redacted before it is
-written (redact.py); bundle_archive.py writes the index and the reproducible .tar.gz.
+written (run/redact.py); collect/archive.py writes the index and the reproducible .tar.gz.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from runbook.bundle_archive import FAILED, FAILURES, TIMEOUT, UNREACHABLE, NodeEntry, SectionEntry
-from runbook.collect_sections import SECTIONS, NodeJob, SectionOutcome, collect_node, render
-from runbook.redact import Redactor
+from runbook.collect.archive import FAILED, FAILURES, TIMEOUT, UNREACHABLE, NodeEntry, SectionEntry
+from runbook.collect.sections import SECTIONS, NodeJob, SectionOutcome, collect_node, render
+from runbook.run.redact import Redactor
 from runbook.transports import Node
 
 PARAMS = ("log", "config", "pid", "match")
@@ -46,7 +46,7 @@ class Request:
 
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.targets import nodes_from_args, transports_from_args
-    from runbook.nodes import NodeSpecError
+    from runbook.run.nodes import NodeSpecError
 
     try:
         request = parse_request(args)
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             "duration_s": round(time.monotonic() - clock, 3), "params": request.params,
             "timeout_s": args.timeout, "report": "report.json" if request.report is not None else None}
     members.update(index_members(entries, meta, request))
-    from runbook.bundle_archive import write_archive
+    from runbook.collect.archive import write_archive
 
     size = write_archive(request.output, members)
     sys.stdout.write(summary(entries, request.output, size, len(members), time.monotonic() - clock))
@@ -88,7 +88,7 @@ def parse_request(args: argparse.Namespace) -> Request:
 
 def parse_sets(items: list[str]) -> dict[str, Any]:
     """--set NAME=VALUE for log, config (repeatable, comma-separated), pid, match."""
-    from runbook.problems import did_you_mean
+    from runbook.format.problems import did_you_mean
 
     params: dict[str, Any] = {}
     for item in items:
@@ -221,7 +221,7 @@ def _fill(found: dict[str, SectionOutcome], status: str, reason: str) -> None:
 def assemble(nodes: list[Node], outcomes: Outcomes,
              request: Request) -> tuple[list[NodeEntry], dict[str, bytes]]:
     """The index entries and the redacted section files of every node."""
-    from runbook.bundle_archive import node_dir
+    from runbook.collect.archive import node_dir
 
     redact = request.redactor.text
     entries: list[NodeEntry] = []
@@ -250,7 +250,7 @@ def _node_entry(name: str, sections: list[SectionEntry]) -> NodeEntry:
 def index_members(entries: list[NodeEntry], meta: dict[str, Any], request: Request) -> dict[str, bytes]:
     """INDEX.md, index.json and report.json (when given), redacted like every other file."""
     from runbook import __version__
-    from runbook.bundle_archive import index_json, index_markdown, json_bytes
+    from runbook.collect.archive import index_json, index_markdown, json_bytes
 
     redactor = request.redactor
     header = [

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from runbook.cli.lint import is_kb_dir
 
 if TYPE_CHECKING:
-    from runbook.i18n_stamp import StampResult
+    from runbook.i18n.stamp import StampResult
 
 Target = tuple[Path, Callable[[Path, bool], "StampResult"]]
 
@@ -25,7 +25,7 @@ def is_article_dir(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.i18n_stamp import StampError
+    from runbook.i18n.stamp import StampError
 
     targets = _targets([Path(p) for p in args.paths])
     if isinstance(targets, str):
@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _targets(paths: list[Path]) -> list[Target] | str:
     """(path, stamping function) for every runbook file and article folder; a message on a bad path."""
-    from runbook.i18n_stamp import stamp_article, stamp_runbook
-    from runbook.kb import kb_dirs
-    from runbook.library import runbook_files, search_path
+    from runbook.i18n.stamp import stamp_article, stamp_runbook
+    from runbook.library.kb import kb_dirs
+    from runbook.library.runbooks import runbook_files, search_path
 
     missing = [p for p in paths if not p.exists()]
     if missing:

@@ -28,12 +28,12 @@ def is_kb_dir(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.changes import runbook_changes
-    from runbook.coverage import taxonomy_coverage
-    from runbook.gitrev import GitRevError, Revision
-    from runbook.kb import check_links, kb_dirs, load_kb
-    from runbook.library import load_library, runbook_files, search_path
-    from runbook.translations import kb_problems
+    from runbook.i18n.translations import kb_problems
+    from runbook.library.coverage import taxonomy_coverage
+    from runbook.library.kb import check_links, kb_dirs, load_kb
+    from runbook.library.runbooks import load_library, runbook_files, search_path
+    from runbook.versions.changes import runbook_changes
+    from runbook.versions.gitrev import GitRevError, Revision
 
     paths = [Path(p) for p in args.paths]
     missing = [p for p in paths if not p.exists()]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from runbook.textwidth import pad
+from runbook.i18n.textwidth import pad
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.library import load_library
+    from runbook.library.runbooks import load_library
 
     library = load_library()
     rows = sorted(library.runbooks(), key=lambda r: r.id)

@@ -22,7 +22,7 @@ FAILED = 2
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.library import runbook_files, search_path
+    from runbook.library.runbooks import runbook_files, search_path
 
     paths = [Path(p) for p in args.paths]
     missing = [p for p in paths if not p.exists()]
@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
 def migrate_file(file: Path, args: argparse.Namespace, status_out: TextIO) -> int:
     """Migrate (or check, or diff) one file; returns its exit code."""
-    from runbook.loader import load_text
-    from runbook.migrate import MigrateError, migrate_text
+    from runbook.format.loader import load_text
+    from runbook.versions.migrate import MigrateError, migrate_text
 
     try:
         text = file.read_text("utf-8")

@@ -9,18 +9,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runbook.model import Text
+from runbook.format.model import Text
 
 if TYPE_CHECKING:
-    from runbook.scaffold import Targets
+    from runbook.library.scaffold import Targets
 
 PROMPT = Text("Taxonomy ids of its conclusion, comma-separated: ", "结论的分类 id（多个用逗号分隔）：")
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook import scaffold
-    from runbook.kb import kb_dirs
-    from runbook.library import search_path
+    from runbook.library import scaffold
+    from runbook.library.kb import kb_dirs
+    from runbook.library.runbooks import search_path
 
     lang: str = args.lang
     targets = scaffold.Targets(
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _taxonomy(given: str | None, lang: str) -> list[str]:
-    from runbook.scaffold import ScaffoldError
+    from runbook.library.scaffold import ScaffoldError
 
     if given is not None:
         return _split(given)
@@ -64,7 +64,7 @@ def _split(text: str) -> list[str]:
 
 def _ask(lang: str) -> list[str]:
     """List the categories, then read ids until they are all known (EOF gives up)."""
-    from runbook.scaffold import ScaffoldError, check_taxonomy
+    from runbook.library.scaffold import ScaffoldError, check_taxonomy
 
     print(_categories(lang))
     while True:
@@ -82,8 +82,8 @@ def _ask(lang: str) -> list[str]:
 
 def _categories(lang: str) -> str:
     """Every taxonomy id under its group, with its description cut to the terminal's width."""
-    from runbook import taxonomy
-    from runbook.textwidth import clip, pad
+    from runbook.format import taxonomy
+    from runbook.i18n.textwidth import clip, pad
 
     header = Text("Taxonomy ids (taxonomy.yaml):", "分类 id（taxonomy.yaml）：").get(lang)
     known = taxonomy.load()
@@ -101,7 +101,7 @@ def _categories(lang: str) -> str:
 
 def _print_next(targets: Targets, written: list[Path], lang: str,
                 on_paths: tuple[list[Path], list[Path]]) -> None:
-    from runbook.todo import MARKER
+    from runbook.format.todo import MARKER
 
     zh = lang == "zh"
     for path in written:

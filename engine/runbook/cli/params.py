@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from runbook.model import Runbook
-from runbook.problems import did_you_mean
+from runbook.format.model import Runbook
+from runbook.format.problems import did_you_mean
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 

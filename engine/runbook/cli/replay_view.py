@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runbook.library import Library
-from runbook.recording import RecordingError, load_recording
-from runbook.replay import CHANGED, INCOMPLETE, SAME, Replay, accept, replay
+from runbook.library.runbooks import Library
+from runbook.run.recording import RecordingError, load_recording
+from runbook.run.replay import CHANGED, INCOMPLETE, SAME, Replay, accept, replay
 
 UI = {
     "en": {

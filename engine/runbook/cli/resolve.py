@@ -11,10 +11,10 @@ import re
 import sys
 from dataclasses import dataclass
 
-from runbook.library import Library, load_library
-from runbook.model import Runbook
-from runbook.problems import did_you_mean
-from runbook.versioning import parse_semver
+from runbook.format.model import Runbook
+from runbook.format.problems import did_you_mean
+from runbook.library.runbooks import Library, load_library
+from runbook.versions.rules import parse_semver
 
 _DIGEST = re.compile(r"sha256:[0-9a-fA-F]{8,64}")
 PIN_FORM = "ID@MAJOR.MINOR.PATCH or ID@sha256:HEX with at least 8 hex digits"

@@ -5,98 +5,151 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 
+class UsageError(Exception):
+    """A bad argument found before any node is touched: printed as one line, exit 2."""
+
+
+@dataclass
+class Plan:
+    """What `run` resolved from its arguments before touching a node."""
+
+    library: Any
+    runbook: Any
+    params: dict[str, Any]
+    nodes: list[Any]
+    record_dir: Path | None
+
+
+@dataclass
+class Walked:
+    """What walking the nodes gave: the walk, every node's outcome, and what the fixes did."""
+
+    walk: Any
+    outcomes: Any
+    fix_results: dict[Any, Any]
+    refused: bool
+
+
 def run(args: argparse.Namespace) -> int:
-    from runbook.cli.params import ParamError, parse_sets
-    from runbook.cli.resolve import find_runbook
-    from runbook.cli.targets import nodes_from_args, transports_from_args
-    from runbook.library import load_library
-    from runbook.nodes import NodeSpecError
     from runbook.report import get_reporter
     from runbook.report.build import build_report
     from runbook.report.text import is_tty
-    from runbook.walk import Walk, WalkOptions
+
+    try:
+        plan = _plan(args)
+    except UsageError as exc:
+        if str(exc):
+            print(f"runbook: {exc}", file=sys.stderr)
+        return 2
+    progress = sys.stderr if is_tty(sys.stderr) else None
+    reporter = get_reporter(args.format, lang=args.lang, progress=progress,
+                            color=args.output is None and is_tty(sys.stdout))
+    started = datetime.now(timezone.utc)
+    clock = time.monotonic()
+    walked = _walk(args, plan, reporter, started)
+    report = build_report(plan.runbook, walked.outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                          time.monotonic() - clock, args.lang, plan.params, walked.fix_results)
+    _emit(reporter.render(report), args.output)
+    return 2 if walked.refused else int(report["summary"]["exit_code"])
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    """The runbook, its parameters and the nodes. Raises UsageError (an empty one when the
+    runbook's lookup already said why)."""
+    from runbook.cli.params import ParamError, parse_sets
+    from runbook.cli.resolve import find_runbook
+    from runbook.cli.targets import nodes_from_args
+    from runbook.library.runbooks import load_library
+    from runbook.run.nodes import NodeSpecError
 
     library = load_library()
     runbook = find_runbook(args.id, library)
     if runbook is None:
-        return 2
+        raise UsageError("")
     if args.yes and not args.apply:
-        print("runbook: --yes only makes sense with --apply", file=sys.stderr)
-        return 2
+        raise UsageError("--yes only makes sense with --apply")
     try:
         params = parse_sets(runbook, args.sets)
         nodes = nodes_from_args(args)
     except (ParamError, NodeSpecError, ValueError) as exc:
-        print(f"runbook: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     record_dir = Path(args.record) if args.record else None
     if record_dir is not None:
-        from runbook.recording import RecordingError, prepare_dir
+        from runbook.run.recording import RecordingError, prepare_dir
 
         try:  # refuse a bad DIR before a long run, not after it
             prepare_dir(record_dir)
         except RecordingError as exc:
-            print(f"runbook: {exc}", file=sys.stderr)
-            return 2
-    progress = sys.stderr if is_tty(sys.stderr) else None
-    reporter = get_reporter(args.format, lang=args.lang, progress=progress,
-                            color=args.output is None and is_tty(sys.stdout))
+            raise UsageError(str(exc)) from None
+    return Plan(library, runbook, params, nodes, record_dir)
+
+
+def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime) -> Walked:
+    """Walk every node (once, or until something changes with --watch), record, act on fixes."""
+    from runbook.cli.targets import transports_from_args
+    from runbook.run.walk import Walk, WalkOptions
+
     transport = transports_from_args(args)
     # Fixes and their verify checks use `transport` itself: they are never part of a recording.
-    recorder = _recorder(transport) if record_dir is not None else None
-    started = datetime.now(timezone.utc)
-    clock = time.monotonic()
+    recorder = _recorder(transport) if plan.record_dir is not None else None
+
     def make_walk() -> Walk:
         if recorder is not None:
             recorder.clear()  # --watch: keep only the last round
-        return Walk(library, runbook, nodes, recorder or transport, params,
+        return Walk(plan.library, plan.runbook, plan.nodes, recorder or transport, plan.params,
                     WalkOptions(forks=args.forks, deadline_s=args.timeout), [reporter])
 
     try:
-        if args.watch is not None:
-            from runbook.watch import watch
-
-            walk, outcomes, interrupted = watch(make_walk, args.watch, sys.stderr, args.watch_for)
-        else:
-            walk, interrupted = make_walk(), False
-            try:
-                outcomes = walk.run()
-            except KeyboardInterrupt:
-                outcomes, interrupted = walk.outcomes, True
+        walk, outcomes, interrupted = _walk_once_or_watch(args, make_walk)
         if interrupted:
             # The probes still running on nodes are stopped; report what was found so far.
             print("runbook: interrupted; stopping remote checks", file=sys.stderr)
-        if record_dir is not None and recorder is not None:
-            _write_recording(record_dir, runbook, outcomes, recorder, params, started)
+        if plan.record_dir is not None and recorder is not None:
+            _write_recording(plan.record_dir, plan.runbook, outcomes, recorder, plan.params, started)
         # An interrupted run never acts: its diagnosis is incomplete.
-        fix_results, refused = act_on_fixes(args, walk, library, transport, dry_run=interrupted)
+        fix_results, refused = act_on_fixes(args, walk, plan.library, transport, dry_run=interrupted)
     finally:
         transport.close()
-    report = build_report(runbook, outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                          time.monotonic() - clock, args.lang, params, fix_results)
-    text = reporter.render(report)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"runbook: report written to {args.output}", file=sys.stderr)
+    return Walked(walk, outcomes, fix_results, refused)
+
+
+def _walk_once_or_watch(args: argparse.Namespace, make_walk: Callable[[], Any]) -> tuple[Any, Any, bool]:
+    """(the last walk, its outcomes, whether Ctrl-C stopped it)."""
+    if args.watch is not None:
+        from runbook.run.watch import watch
+
+        return watch(make_walk, args.watch, sys.stderr, args.watch_for)
+    walk = make_walk()
+    try:
+        return walk, walk.run(), False
+    except KeyboardInterrupt:
+        return walk, walk.outcomes, True
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        print(f"runbook: report written to {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 2 if refused else int(report["summary"]["exit_code"])
 
 
 def _recorder(transport: Any) -> Any:
-    from runbook.recording import RecordingTransport
+    from runbook.run.recording import RecordingTransport
 
     return RecordingTransport(transport)
 
 
 def _write_recording(directory: Path, runbook: Any, outcomes: Any, recorder: Any,
                      params: dict[str, Any], started: datetime) -> None:
-    from runbook.recording import build_recording, write_recording
+    from runbook.run.recording import build_recording, write_recording
 
     doc = build_recording(runbook, outcomes, recorder.answers, params,
                           started.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -109,7 +162,7 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
                  dry_run: bool = False) -> tuple[dict[Any, Any], bool]:
     """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix)
     and whether the run refused to act (the blast-radius cap)."""
-    from runbook import fixes
+    from runbook.run import fixes
 
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     policy = fixes.FixPolicy(apply=args.apply and not dry_run, yes=args.yes, interactive=interactive,

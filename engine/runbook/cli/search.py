@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from runbook.textwidth import clip, pad
+from runbook.i18n.textwidth import clip, pad
 
 SNIPPET_COLUMNS = 150  # display columns of a snippet in text output (CJK characters take two)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.kb import load_kb
-    from runbook.library import load_library
-    from runbook.search import SCHEMA, search
+    from runbook.library.kb import load_kb
+    from runbook.library.runbooks import load_library
+    from runbook.library.search import SCHEMA, search
 
     query = " ".join(args.query)
     results = search(query, load_library(), load_kb(), args.lang, args.top)

@@ -7,7 +7,9 @@ import dataclasses
 import json
 import sys
 
-from runbook.model import Runbook
+from runbook.format.model import Runbook
+from runbook.i18n.textwidth import pad
+from runbook.library.checkdocs import CheckDoc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,9 +64,9 @@ def render(rb: Runbook, lang: str) -> str:
 
 def show_checks(args: argparse.Namespace) -> int:
     """`show checks` lists every check type; `show check:TYPE` its parameters and results."""
-    from runbook.checkdocs import describe, describe_all, render_text
     from runbook.checks import CHECK_TYPES
-    from runbook.problems import did_you_mean
+    from runbook.format.problems import did_you_mean
+    from runbook.library.checkdocs import describe, describe_all
 
     name = args.id.partition(":")[2]
     if name and name not in CHECK_TYPES:
@@ -74,8 +76,25 @@ def show_checks(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps([dataclasses.asdict(d) for d in docs], ensure_ascii=False, indent=2))
     elif name:
-        sys.stdout.write(render_text(docs[0], args.lang))
+        sys.stdout.write(render_check_doc(docs[0], args.lang))
     else:
         for doc in docs:
             print(f"{doc.name:<12} {doc.summary.get(args.lang, doc.summary['en'])}")
     return 0
+
+
+def render_check_doc(doc: CheckDoc, lang: str) -> str:
+    """`show check:TYPE` as text: its parameters and its result fields, in columns."""
+    out = [f"check {doc.name}: {doc.summary.get(lang, doc.summary['en'])}",
+           f"  default timeout: {doc.default_timeout:g}s", "",
+           "  parameters (with:):" if lang == "en" else "  参数（with:）:"]
+    for p in doc.params:
+        flag = "required" if p.required else f"default {p.default!r}"
+        out.append(f"    {pad(p.name, 18)}{pad(p.type, 22)}{flag}  {p.description}")
+    if not doc.params:
+        out.append("    (none)")
+    out += ["", "  result fields:" if lang == "en" else "  结果字段:"]
+    for field, info in doc.results.items():
+        out.append(f"    {pad(field, 22)}{pad(str(info.get('type', '')), 10)}"
+                   f"{info.get(lang) or info.get('en', '')}")
+    return "\n".join(out) + "\n"

@@ -10,7 +10,7 @@ from runbook.transports import Node, NodeTransports
 
 def nodes_from_args(args: argparse.Namespace) -> list[Node]:
     """Raises NodeSpecError or ValueError with a one-line message."""
-    from runbook.nodes import build_nodes, expand
+    from runbook.run.nodes import build_nodes, expand
 
     if args.executor == "ray":
         from runbook.transports.ray_cluster import discover_nodes

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runbook.textwidth import pad, width
+from runbook.i18n.textwidth import pad, width
 
 UI: dict[str, dict[str, Any]] = {
     "en": {"passed": "{passed} passed, {failed} failed", "coverage": "coverage:",
@@ -27,7 +27,7 @@ UI: dict[str, dict[str, Any]] = {
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.library import load_library, search_path
+    from runbook.library.runbooks import load_library, search_path
 
     ui = UI[args.lang]
     if args.accept and not args.replay:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_tests(library: Any, args: argparse.Namespace) -> int:
-    from runbook.testcoverage import coverage, union
+    from runbook.testing.coverage import coverage, union
 
     ui = UI[args.lang]
     results = _all_cases(library, ui)
@@ -76,7 +76,7 @@ def _run_tests(library: Any, args: argparse.Namespace) -> int:
 
 def _all_cases(library: Any, ui: dict[str, Any]) -> list[Any]:
     """Every case of every test file, then every recording beside the runbooks no case names."""
-    from runbook.testing import (
+    from runbook.testing.runner import (
         CaseResult,
         find_recordings,
         run_recording,

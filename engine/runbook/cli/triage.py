@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runbook.triage import Match
+    from runbook.triage.scan import Match
 
 SHOWN_LINES = 3  # matched lines printed per runbook in text output
 SHOWN_IDS = 4  # taxonomy ids printed per runbook in text output (JSON has them all)
@@ -21,9 +21,9 @@ def run(args: argparse.Namespace) -> int:
         what = "is a directory" if os.path.isdir(args.log) else "no such file"
         print(f"runbook triage: {args.log}: {what}", file=sys.stderr)
         return 2
-    from runbook.library import load_library
-    from runbook.logstream import LogSourceError, open_log
-    from runbook.triage import Triage
+    from runbook.library.runbooks import load_library
+    from runbook.triage.logstream import LogSourceError, open_log
+    from runbook.triage.scan import Triage
 
     library = load_library()
     scanner = Triage(library, on_warning=lambda m: print(f"runbook: warning: {m}", file=sys.stderr))
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_json(source: str, lines: int, matches: list[Match], lang: str) -> None:
-    from runbook.triage import SCHEMA
+    from runbook.triage.scan import SCHEMA
 
     print(json.dumps({"schema": SCHEMA, "source": source, "lines": lines,
                       "matches": [m.to_json(lang) for m in matches]}, ensure_ascii=False, indent=2))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from runbook.model import Runbook
-from runbook.walk import CONCLUDED, NodeOutcome
+from runbook.format.model import Runbook
+from runbook.run.walk import CONCLUDED, NodeOutcome
 
 SCHEMA = "runbook-report/v1"
 PROBLEM_SEVERITIES = ("warning", "critical")

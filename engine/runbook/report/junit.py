@@ -11,7 +11,7 @@ from typing import Any
 
 from runbook.report.build import PROBLEM_SEVERITIES
 from runbook.report.silent import SilentReporter
-from runbook.walk import CONCLUDED
+from runbook.run.walk import CONCLUDED
 
 
 class JunitReporter(SilentReporter):

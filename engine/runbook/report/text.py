@@ -7,7 +7,7 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from runbook.textwidth import pad
+from runbook.i18n.textwidth import pad
 
 UI = {
     "en": {

@@ -20,9 +20,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from runbook import taxonomy
-from runbook.model import LANGS, Runbook, Text
-from runbook.problems import Problem, errors
+from runbook.format import taxonomy
+from runbook.format.model import LANGS, Runbook, Text
+from runbook.format.problems import Problem, errors
 from runbook.site import pages as P
 from runbook.site.flowchart import flowchart_svg
 from runbook.site.markdown import MarkdownRenderer
@@ -43,9 +43,9 @@ class BuildResult:
 def load_content(repo_url: str = "") -> tuple[P.Content, list[Problem]]:
     """The runbooks on the search path, the knowledge base and the check registry; and the
     errors found loading them (what failed to load is left out, everything else is there)."""
-    from runbook.checkdocs import describe_all
-    from runbook.kb import check_links, kb_dirs, load_kb
-    from runbook.library import load_library, search_path
+    from runbook.library.checkdocs import describe_all
+    from runbook.library.kb import check_links, kb_dirs, load_kb
+    from runbook.library.runbooks import load_library, search_path
 
     library = load_library(search_path())
     kb = load_kb(kb_dirs())
@@ -264,7 +264,7 @@ def _categories_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> 
 
 
 def _schema_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
-    from runbook.schemadoc import reference
+    from runbook.library.schemadoc import reference
 
     return {"reference": reference()}
 

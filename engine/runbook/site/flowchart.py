@@ -28,8 +28,8 @@ from functools import lru_cache
 from itertools import pairwise
 from xml.sax.saxutils import escape
 
-from runbook.model import Runbook
-from runbook.textwidth import width
+from runbook.format.model import Runbook
+from runbook.i18n.textwidth import width
 
 # Sizes in px of the viewBox. The text measures are deliberately a bit generous.
 NODE_W = 184.0

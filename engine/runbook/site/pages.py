@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from runbook import taxonomy
-from runbook.checkdocs import CheckDoc
-from runbook.kb import Article, KnowledgeBase
-from runbook.model import LANGS, Conclusion, Runbook, Step
+from runbook.format import taxonomy
+from runbook.format.model import LANGS, Conclusion, Runbook, Step
+from runbook.library.checkdocs import CheckDoc
+from runbook.library.kb import Article, KnowledgeBase
 
 LLAMA3_TOTAL = 419  # unexpected interruptions in the Llama 3 paper's Table 5
 

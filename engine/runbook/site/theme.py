@@ -1,7 +1,7 @@
 """The site's theme: Jinja2 templates, static files and UI strings, from a `site/` directory.
 
 Search order: $RUNBOOK_SITE_THEME, `./site`, then the built-in theme (the clone's `site/`
-or a wheel's copy: see shipped.py). A theme directory holds `templates/`, `static/`
+or a wheel's copy: see library/shipped.py). A theme directory holds `templates/`, `static/`
 and `strings.yaml` (every UI string as `{en: ..., zh: ...}`).
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from runbook.model import LANGS
-from runbook.shipped import shipped_dir
+from runbook.format.model import LANGS
+from runbook.library.shipped import shipped_dir
 
 
 class ThemeError(RuntimeError):

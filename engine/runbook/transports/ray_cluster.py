@@ -20,6 +20,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -127,9 +128,9 @@ def _first_line(exc: BaseException) -> str:
 # -- the task that runs on the node --
 
 
-@lru_cache(maxsize=1)
-def _probe_task() -> Any:
-    """The remote task. Its functions are nested, so Ray ships their code by value (no runbook on nodes)."""
+def _node_helpers() -> tuple[Callable[[bytes, str], str], Callable[[Any], None]]:
+    """(install, stop) for the remote task. Nested, so Ray ships their code by value with the
+    task that closes over them: nodes need no runbook installed."""
 
     def install(bundle: bytes, name: str) -> str:
         import os
@@ -164,6 +165,14 @@ def _probe_task() -> Any:
                 return
             except subprocess.TimeoutExpired:
                 continue
+
+    return install, stop
+
+
+@lru_cache(maxsize=1)
+def _probe_task() -> Any:
+    """The remote task. Nested (as are its helpers), so Ray ships its code by value."""
+    install, stop = _node_helpers()
 
     def _run_probe(bundle: bytes, name: str, request_json: str, python: str | None,
                    timeout: float, grace: float = 0.5) -> dict[str, Any]:

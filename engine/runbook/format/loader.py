@@ -1,0 +1,506 @@
+"""YAML -> validated `Runbook`. The only module that reads runbook files.
+
+Every problem in a file is collected (schema, references, check parameters,
+expressions, translations, taxonomy) and reported with file:line:column and
+the path inside the document; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runbook.checks import CHECK_TYPES, load_check
+from runbook.format import expr, taxonomy
+from runbook.format.engine_version import (
+    API_VERSION,
+    API_VERSIONS,
+    RequiresError,
+    older_api_version,
+    unmet_requires,
+    unsupported_api_version,
+)
+from runbook.format.model import (
+    Branch,
+    ChangelogEntry,
+    Check,
+    Conclusion,
+    Fix,
+    Param,
+    Runbook,
+    Signature,
+    Step,
+    Text,
+    Verify,
+)
+from runbook.format.problems import DocPath, Problem, did_you_mean
+from runbook.format.todo import MESSAGE as TODO_MESSAGE
+from runbook.format.todo import holds_marker
+from runbook.format.yamlpos import DuplicateKeyError, Positions, parse
+
+_PARAM_REF = re.compile(r"\bparams\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass
+class Compiled:
+    """Expressions and parameter templates compiled at load time, by step id."""
+
+    when: dict[tuple[str, int], expr.Expression] = field(default_factory=dict)
+    with_: dict[str, Any] = field(default_factory=dict)
+    fix_runs: dict[tuple[str, int], Any] = field(default_factory=dict)
+    fix_verify_with: dict[tuple[str, int], Any] = field(default_factory=dict)  # (conclusion, fix)
+    fix_verify_passes: dict[tuple[str, int], expr.Expression] = field(default_factory=dict)
+
+
+@dataclass
+class LoadResult:
+    path: str
+    runbook: Runbook | None
+    compiled: Compiled
+    problems: list[Problem]
+    # The parsed document and its positions, for checks beyond the loader's (lint's
+    # versioning and translations, cross-references) without reading the file again.
+    data: Any = None
+    positions: Positions | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.runbook is not None and not any(p.severity == "error" for p in self.problems)
+
+
+@lru_cache(maxsize=1)
+def runbook_schema() -> dict[str, Any]:
+    """The shipped JSON Schema, with the check types filled in from the registry."""
+    text = resources.files("runbook").joinpath("schema/runbook.v1.json").read_text("utf-8")
+    schema = json.loads(text)
+    schema["$defs"]["step"]["properties"]["check"]["properties"]["type"] = {
+        "enum": sorted(CHECK_TYPES)}
+    return schema
+
+
+def parse_duration(value: Any) -> float:
+    """`5s`, `500ms`, `2m` or a number of seconds -> seconds."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m)", str(value))
+    if not match:
+        raise ValueError(f"not a duration: {value!r}")
+    number, unit = float(match.group(1)), match.group(2)
+    return number / 1000 if unit == "ms" else number * 60 if unit == "m" else number
+
+
+def load_file(path: str | Path) -> LoadResult:
+    """Load and check one runbook file. Cross-runbook references are checked by the library."""
+    shown = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        return _failed(shown, (1, 1), (), f"cannot read file: {exc.strerror or exc}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _failed(shown, (1, 1), (), f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    return load_text(text, shown, digest="sha256:" + hashlib.sha256(raw).hexdigest())
+
+
+def _failed(file: str, where: tuple[int, int], path: DocPath, message: str) -> LoadResult:
+    return LoadResult(file, None, Compiled(), [Problem(file, *where, path, message)])
+
+
+def load_text(text: str, file: str, digest: str = "") -> LoadResult:
+    try:
+        data, positions = parse(text)
+    except DuplicateKeyError as exc:
+        return _failed(file, (exc.line, exc.column), exc.path, f"duplicate key {exc.key!r}")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return _failed(file, where, (), f"YAML syntax error: {problem}")
+    if not isinstance(data, dict):
+        return _failed(file, (1, 1), (), "a runbook is a YAML mapping (apiVersion, id, steps, ...)")
+    checker = _Checker(file, data, positions)
+    if not (checker.requires_ok() and checker.api_version_ok()):
+        return LoadResult(file, None, Compiled(), checker.problems, data, positions)
+    checker.validate_schema()
+    checker.check_semantics()
+    runbook = None
+    if not any(p.severity == "error" for p in checker.problems):
+        runbook = _build(data, file, digest or "sha256:" + hashlib.sha256(text.encode()).hexdigest())
+    # `runbook new`'s markers fail lint (and `ok`), but a draft still builds: its article's
+    # links resolve and its pages can be previewed.
+    checker.check_todo_markers(data, ())
+    checker.problems.sort(key=lambda p: (p.line, p.column))
+    return LoadResult(file, runbook, checker.compiled, checker.problems, data, positions)
+
+
+class _Checker:
+    """Collects the problems of one parsed document."""
+
+    def __init__(self, file: str, data: dict[str, Any], positions: Positions) -> None:
+        self.file, self.data, self.positions = file, data, positions
+        self.problems: list[Problem] = []
+        self.compiled = Compiled()
+        self.bad_targets = False  # a typo'd goto would also make its target look unreachable
+
+    def add(self, path: DocPath, message: str, *, key: bool = False, severity: str = "error") -> None:
+        line, col = self.positions.of(path, prefer_key=key)
+        self.problems.append(Problem(self.file, line, col, path, message, severity))
+
+    # -- apiVersion and schema --
+
+    def requires_ok(self) -> bool:
+        """False when this engine is outside the runbook's `requires`: that one error is all
+        the file reports, since its other problems are likely a newer format's fields."""
+        spec = self.data.get("requires")
+        if not isinstance(spec, str):
+            return True  # absent, or the schema reports its type
+        try:
+            unmet = unmet_requires(spec)
+        except RequiresError as exc:
+            self.add(("requires",), str(exc))
+            return True
+        if unmet:
+            self.add(("requires",), unmet)
+        return unmet is None
+
+    def api_version_ok(self) -> bool:
+        version = self.data.get("apiVersion")
+        if version is None:
+            self.add((), f"missing apiVersion (expected 'apiVersion: {API_VERSION}')")
+            return False
+        if version == API_VERSION:
+            return True
+        if isinstance(version, str) and version in API_VERSIONS:
+            self.add(("apiVersion",), older_api_version(version, self.file))
+            return False
+        self.add(("apiVersion",), unsupported_api_version(version, API_VERSION))
+        return False
+
+    def validate_schema(self) -> None:
+        from jsonschema import Draft202012Validator
+
+        validator = Draft202012Validator(runbook_schema())
+        for error in validator.iter_errors(self.data):
+            self._schema_problem(error)
+
+    def _schema_problem(self, error: Any) -> None:
+        path: DocPath = tuple(error.absolute_path)
+        kind, value = error.validator, error.instance
+        if kind == "required":
+            missing = [k for k in error.validator_value if k not in (value or {})]
+            for name in missing:
+                what = {"zh": "missing Chinese translation (zh)",
+                        "en": "missing English text (en)"}.get(name, f"missing required field {name!r}")
+                self.add(path, what)
+        elif kind == "additionalProperties":
+            allowed = list(error.schema.get("properties", {}))
+            for name in [k for k in value if k not in allowed]:
+                self.add((*path, name), f"unknown field {name!r}{did_you_mean(name, allowed)}"
+                         f" (expected one of: {', '.join(allowed)})", key=True)
+        elif kind == "enum":
+            hint = did_you_mean(str(value), map(str, error.validator_value))
+            choices = ", ".join(map(str, error.validator_value))
+            self.add(path, f"{value!r} is not allowed{hint} (expected one of: {choices})")
+        elif kind == "pattern" and path and path[-1] in ("goto", "default", "start", "id"):
+            self.add(path, f"{value!r} is not a valid id (lowercase letters, digits and '-';"
+                     " another runbook's step as 'runbook-id:step-id')")
+        elif kind == "pattern" and path and path[-1] == "version":
+            self.add(path, f"{value!r} is not a semantic version (expected MAJOR.MINOR.PATCH,"
+                     " e.g. 1.0.0)")
+        elif kind == "pattern":
+            self.add(path, f"{value!r} does not match the expected form {error.validator_value}")
+        elif kind == "oneOf" and path and path[-1] == "timeout":
+            self.add(path, f"{value!r} is not a duration (expected e.g. 5s, 500ms, 2m or seconds)")
+        elif kind == "type":
+            self.add(path, f"expected {error.validator_value}, got {type(value).__name__}"
+                     f" ({json.dumps(value, default=str)[:40]})")
+        elif kind == "propertyNames":
+            self.add(path, f"bad name: {error.message}", key=True)
+        elif kind == "minLength":
+            self.add(path, "must not be empty")
+        else:
+            self.add(path, error.message)
+
+    # -- meaning --
+
+    def check_semantics(self) -> None:
+        steps = self.data.get("steps") if isinstance(self.data.get("steps"), dict) else {}
+        conclusions = self.data.get("conclusions")
+        conclusions = conclusions if isinstance(conclusions, dict) else {}
+        overlap = set(steps) & set(conclusions)
+        for name in sorted(overlap):
+            self.add(("conclusions", name), f"{name!r} is both a step and a conclusion", key=True)
+        targets = [*steps, *conclusions]
+        start = self.data.get("start")
+        if isinstance(start, str) and start not in steps:
+            self.add(("start",), f"no step named {start!r}{did_you_mean(start, steps)}")
+        params = self.data.get("params") if isinstance(self.data.get("params"), dict) else {}
+        for step_id, step in steps.items():
+            if isinstance(step, dict):
+                self._check_step(step_id, step, targets, params)
+        for cid, conclusion in conclusions.items():
+            if isinstance(conclusion, dict):
+                self._check_conclusion(cid, conclusion)
+        self._check_signatures(targets)
+        self._check_reachable(steps, conclusions, start)
+        self._check_texts(self.data, ())
+
+    def _check_signatures(self, targets: list[str]) -> None:
+        signatures = self.data.get("signatures")
+        for i, signature in enumerate(signatures if isinstance(signatures, list) else []):
+            if not isinstance(signature, dict):
+                continue  # the schema reports it
+            pattern = signature.get("pattern")
+            if isinstance(pattern, str):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    self.add(("signatures", i, "pattern"),
+                             f"pattern does not compile: {exc} (a Python regular expression)")
+            if "goto" in signature:
+                self._check_target(("signatures", i, "goto"), signature["goto"], targets)
+
+    def _check_target(self, path: DocPath, target: Any, targets: list[str]) -> None:
+        if not isinstance(target, str) or ":" in target:
+            return  # another runbook's step: checked by the library, which knows them all
+        if target not in targets:
+            self.bad_targets = True
+            self.add(path, f"no step or conclusion named {target!r}{did_you_mean(target, targets)}")
+
+    def _check_step(self, step_id: str, step: dict[str, Any], targets: list[str],
+                    params: dict[str, Any]) -> None:
+        base: DocPath = ("steps", step_id)
+        branches = step.get("branches") or []
+        if not branches and "default" not in step:
+            self.add(base, "step has no way out: give it branches or a default", key=True)
+        for i, branch in enumerate(branches if isinstance(branches, list) else []):
+            if not isinstance(branch, dict):
+                continue
+            self._check_target((*base, "branches", i, "goto"), branch.get("goto"), targets)
+            when = branch.get("when")
+            if isinstance(when, str):
+                self._compile_when((*base, "branches", i, "when"), step_id, i, when, params)
+        if "default" in step:
+            self._check_target((*base, "default"), step["default"], targets)
+        check = step.get("check")
+        if isinstance(check, dict):
+            self._check_check((*base, "check"), step_id, check, params)
+
+    def _compile_when(self, path: DocPath, step_id: str, index: int, source: str,
+                      params: dict[str, Any]) -> None:
+        try:
+            self.compiled.when[(step_id, index)] = expr.compile_expression(source)
+        except expr.ExprError as exc:
+            self.add(path, f"bad condition {source!r}: {exc}")
+            return
+        self._check_param_refs(path, source, params)
+
+    def _check_param_refs(self, path: DocPath, source: str, params: dict[str, Any]) -> None:
+        for name in _PARAM_REF.findall(source):
+            if name not in params:
+                self.add(path, f"params.{name} is not declared under params:"
+                         f"{did_you_mean(name, params)}")
+
+    def _check_check(self, path: DocPath, step_id: str, check: dict[str, Any],
+                     params: dict[str, Any]) -> None:
+        ctype = check.get("type")
+        if ctype not in CHECK_TYPES:
+            return  # reported by the schema's enum
+        with_ = check.get("with") if isinstance(check.get("with"), dict) else {}
+        try:
+            self.compiled.with_[step_id] = expr.compile_value(with_, _shell_params(ctype))
+        except expr.ExprError as exc:
+            self.add((*path, "with"), f"bad template: {exc}")
+        self._check_param_refs((*path, "with"), json.dumps(with_, default=str), params)
+        literal = {k: v for k, v in with_.items() if not (isinstance(v, str) and "{{" in v)}
+        self._check_params_schema(path, ctype, literal, templated=set(with_) - set(literal))
+
+    def _check_params_schema(self, path: DocPath, ctype: str, literal: dict[str, Any],
+                             templated: set[str]) -> None:
+        from jsonschema import Draft202012Validator
+
+        module = load_check(ctype)
+        schema = dict(module.PARAMS)
+        # Templated values are typed only at run time; don't demand them here.
+        schema["required"] = [r for r in schema.get("required", []) if r not in templated]
+        known = list(schema.get("properties", {}))
+        for name in templated - set(known):
+            self.add((*path, "with", name), f"check {ctype!r} has no parameter {name!r}"
+                     f"{did_you_mean(name, known)} (its parameters: {', '.join(known)})", key=True)
+        for error in Draft202012Validator(schema).iter_errors(literal):
+            where: DocPath = (*path, "with", *error.absolute_path)
+            if error.validator == "additionalProperties":
+                for name in [k for k in error.instance if k not in known]:
+                    self.add((*path, "with", name), f"check {ctype!r} has no parameter {name!r}"
+                             f"{did_you_mean(name, known)} (its parameters: {', '.join(known)})",
+                             key=True)
+            else:
+                self.add(where, f"bad parameter for check {ctype!r}: {error.message}")
+
+    def _check_verify(self, path: DocPath, key: tuple[str, int], verify: dict[str, Any]) -> None:
+        params = self.data.get("params") if isinstance(self.data.get("params"), dict) else {}
+        check = verify.get("check")
+        if isinstance(check, dict) and check.get("type") not in CHECK_TYPES:
+            self.add((*path, "check", "type"), f"unknown check type {check.get('type')!r}"
+                     f"{did_you_mean(str(check.get('type')), CHECK_TYPES)}")
+        elif isinstance(check, dict):
+            with_ = check.get("with") if isinstance(check.get("with"), dict) else {}
+            try:
+                shell = _shell_params(str(check["type"]))
+                self.compiled.fix_verify_with[key] = expr.compile_value(with_, shell)
+            except expr.ExprError as exc:
+                self.add((*path, "check", "with"), f"bad template: {exc}")
+            literal = {k: v for k, v in with_.items() if not (isinstance(v, str) and "{{" in v)}
+            self._check_params_schema((*path, "check"), str(check["type"]), literal,
+                                      templated=set(with_) - set(literal))
+        passes = verify.get("passes")
+        if isinstance(passes, str):
+            try:
+                self.compiled.fix_verify_passes[key] = expr.compile_expression(passes)
+            except expr.ExprError as exc:
+                self.add((*path, "passes"), f"bad condition {passes!r}: {exc}")
+                return
+            self._check_param_refs((*path, "passes"), passes, params)
+
+    def _check_conclusion(self, cid: str, conclusion: dict[str, Any]) -> None:
+        base: DocPath = ("conclusions", cid)
+        known = taxonomy.load()
+        ids = conclusion.get("taxonomy") if isinstance(conclusion.get("taxonomy"), list) else []
+        for i, tid in enumerate(ids):
+            if tid not in known:
+                self.add((*base, "taxonomy", i), f"unknown taxonomy id {tid!r}"
+                         f"{did_you_mean(str(tid), known)} (see taxonomy.yaml)")
+        fixes = conclusion.get("fixes") if isinstance(conclusion.get("fixes"), list) else []
+        for i, fix in enumerate(fixes):
+            run = fix.get("run") if isinstance(fix, dict) else None
+            if isinstance(run, str):
+                try:
+                    self.compiled.fix_runs[(cid, i)] = expr.compile_command(run)
+                except expr.ExprError as exc:
+                    self.add((*base, "fixes", i, "run"), f"bad command template: {exc}")
+            verify = fix.get("verify") if isinstance(fix, dict) else None
+            if isinstance(verify, dict):
+                self._check_verify((*base, "fixes", i, "verify"), (cid, i), verify)
+        if not ids and conclusion.get("severity") in ("warning", "critical"):
+            self.add((*base, "taxonomy"), "a warning or critical conclusion needs at least one "
+                     "taxonomy id (see taxonomy.yaml)")
+
+    def _check_reachable(self, steps: dict[str, Any], conclusions: dict[str, Any],
+                         start: Any) -> None:
+        if not isinstance(start, str) or start not in steps or self.bad_targets:
+            return
+        seen, todo = set(), [start]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            step = steps.get(current)
+            if isinstance(step, dict):
+                outs = [b.get("goto") for b in step.get("branches") or [] if isinstance(b, dict)]
+                todo.extend(t for t in [*outs, step.get("default")] if isinstance(t, str))
+        for section, items in (("steps", steps), ("conclusions", conclusions)):
+            for name in items:
+                if name not in seen:
+                    self.add((section, name), f"{name!r} is never reached from start "
+                             f"{start!r}", key=True)
+
+    def check_todo_markers(self, value: Any, path: DocPath) -> None:
+        """Any string (text, `when`, check parameter, command) still holding `runbook new`'s marker."""
+        if isinstance(value, dict):
+            for key, child in value.items():
+                self.check_todo_markers(child, (*path, key))
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                self.check_todo_markers(child, (*path, i))
+        elif holds_marker(value):
+            self.add(path, TODO_MESSAGE)
+
+    def _check_texts(self, value: Any, path: DocPath) -> None:
+        """Flag texts whose Chinese is a copy of the English (an untranslated field)."""
+        if isinstance(value, dict):
+            en, zh = value.get("en"), value.get("zh")
+            if isinstance(en, str) and isinstance(zh, str) and _looks_untranslated(en, zh):
+                self.add((*path, "zh"), "Chinese text is a copy of the English (translate it)")
+            for key, child in value.items():
+                self._check_texts(child, (*path, key))
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                self._check_texts(child, (*path, i))
+
+
+def _shell_params(check_type: str) -> tuple[str, ...]:
+    """Parameters of a check type that are shell command lines (values substituted are quoted)."""
+    return tuple(getattr(load_check(check_type), "SHELL_PARAMS", ()))
+
+
+def _looks_untranslated(en: str, zh: str) -> bool:
+    words = re.findall(r"[A-Za-z]{2,}", en)
+    return en.strip() == zh.strip() and len(words) >= 3
+
+
+# ---- building the model from a document that passed every check ----
+
+
+def _text(value: dict[str, str] | None) -> Text | None:
+    return Text(value["en"], value["zh"]) if value else None  # `fp` is lint's business
+
+
+def _req_text(value: dict[str, str]) -> Text:
+    return Text(value["en"], value["zh"])
+
+
+def _build(data: dict[str, Any], file: str, digest: str) -> Runbook:
+    steps = {sid: _build_step(sid, s) for sid, s in data["steps"].items()}
+    conclusions = {cid: _build_conclusion(cid, c) for cid, c in data["conclusions"].items()}
+    params = {
+        name: Param(name, p["type"], bool(p.get("required", False)), p.get("default"),
+                    Text(p["help"]["en"], p["help"]["zh"]))
+        for name, p in (data.get("params") or {}).items()
+    }
+    return Runbook(
+        id=data["id"], version=data["version"], title=_req_text(data["title"]),
+        summary=_req_text(data["summary"]), tags=list(data.get("tags") or []),
+        symptoms=[_req_text(s) for s in data.get("symptoms") or []],
+        signatures=[Signature(s["pattern"], s.get("goto")) for s in data.get("signatures") or []],
+        params=params, start=data["start"], steps=steps, conclusions=conclusions,
+        changelog=[ChangelogEntry(c["version"], Text(c["en"], c["zh"]))
+                   for c in data.get("changelog") or []],
+        path=file, digest=digest,
+    )
+
+
+def _build_step(step_id: str, s: dict[str, Any]) -> Step:
+    check = s["check"]
+    timeout = parse_duration(check["timeout"]) if "timeout" in check else None
+    return Step(
+        id=step_id, title=_req_text(s["title"]),
+        check=Check(check["type"], dict(check.get("with") or {}), timeout),
+        branches=[Branch(b["when"], b["goto"], _text(b.get("note"))) for b in s.get("branches") or []],
+        default=s.get("default"), description=_text(s.get("description")),
+    )
+
+
+def _verify(v: dict[str, Any] | None) -> Verify | None:
+    if not v:
+        return None
+    check = v["check"]
+    timeout = parse_duration(check["timeout"]) if "timeout" in check else None
+    return Verify(Check(check["type"], dict(check.get("with") or {}), timeout), v["passes"])
+
+
+def _build_conclusion(cid: str, c: dict[str, Any]) -> Conclusion:
+    fixes = [Fix(_req_text(f["title"]), _text(f.get("body")), f.get("run"), f["effect"],
+                 _verify(f.get("verify")))
+             for f in c.get("fixes") or []]
+    return Conclusion(cid, c["severity"], list(c["taxonomy"]), _req_text(c["title"]),
+                      _req_text(c["explanation"]), fixes, list(c.get("see_also") or []))

@@ -1,0 +1,80 @@
+"""Parse YAML text into plain data plus the line:column of every value and key.
+
+Only `loader.py` (and the test-file loader) call this; they turn the positions
+into `file:line:col` in the problems they report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from runbook.format.problems import DocPath
+
+
+class DuplicateKeyError(Exception):
+    def __init__(self, key: str, line: int, column: int, path: DocPath) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.line, self.column, self.path = key, line, column, path
+
+
+@dataclass
+class Positions:
+    """Where each value (and each mapping key) of a parsed document starts, 1-based."""
+
+    values: dict[DocPath, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[DocPath, tuple[int, int]] = field(default_factory=dict)
+
+    def of(self, path: DocPath, prefer_key: bool = False) -> tuple[int, int]:
+        """The closest known position of `path`, walking up to its parents."""
+        probe = tuple(path)
+        while True:
+            if prefer_key and probe in self.keys:
+                return self.keys[probe]
+            if probe in self.values:
+                return self.values[probe]
+            if not probe:
+                return (1, 1)
+            probe = probe[:-1]
+
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse(text: str) -> tuple[Any, Positions]:
+    """Parse one YAML document; raises yaml.YAMLError or DuplicateKeyError."""
+    # libyaml's parser when PyYAML has it (about 16x faster); same nodes, same marks.
+    loader = _Loader(text)
+    positions = Positions()
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, positions
+        return _build(loader, root, (), positions), positions
+    finally:
+        loader.dispose()
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _build(loader: yaml.SafeLoader, node: yaml.Node, path: DocPath, pos: Positions) -> Any:
+    pos.values[path] = _mark(node)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            key = key if isinstance(key, (str, int)) else str(key)
+            child = (*path, key)
+            if key in out:
+                raise DuplicateKeyError(str(key), *_mark(key_node), child)
+            pos.keys[child] = _mark(key_node)
+            out[key] = _build(loader, value_node, child, pos)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(loader, item, (*path, i), pos) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)

@@ -1,0 +1,121 @@
+"""Finding runbooks: the search path, and checks that need every runbook at once.
+
+Search path: each directory in $RUNBOOK_PATH (os.pathsep-separated), then
+`./runbooks`, then the built-in library (the clone's `runbooks/`, or the copy a wheel
+carries: see library/shipped.py). Test files (`*.tests.yaml`) live beside runbooks and are not runbooks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runbook.format.loader import LoadResult, load_file
+from runbook.format.model import Runbook
+from runbook.format.problems import Problem, did_you_mean
+from runbook.library.shipped import shipped_dir
+
+TEST_SUFFIX = ".tests.yaml"
+
+
+def search_path() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("RUNBOOK_PATH", "").split(os.pathsep) if p]
+    dirs.append(Path.cwd() / "runbooks")
+    dirs.append(shipped_dir("runbooks"))
+    unique: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:
+            unique.append(d)
+    return unique
+
+
+def runbook_files(paths: Iterable[Path]) -> list[Path]:
+    """Runbook files under the given files/directories (test files left out), sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob("*.yaml")) if _is_runbook_file(p))
+        else:
+            found.append(path)
+    return found
+
+
+def _is_runbook_file(path: Path) -> bool:
+    return not path.name.endswith(TEST_SUFFIX) and "tests" not in path.parts[-2:-1]
+
+
+@dataclass
+class Library:
+    """Every runbook that loaded, by id, and every problem found while loading."""
+
+    results: list[LoadResult] = field(default_factory=list)
+    by_id: dict[str, LoadResult] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    def get(self, runbook_id: str) -> Runbook | None:
+        result = self.by_id.get(runbook_id)
+        return result.runbook if result else None
+
+    def runbooks(self) -> list[Runbook]:
+        return [r.runbook for r in self.by_id.values() if r.runbook is not None]
+
+
+def load_library(paths: Iterable[Path] | None = None) -> Library:
+    library = Library()
+    for file in runbook_files(search_path() if paths is None else paths):
+        result = load_file(file)
+        library.results.append(result)
+        library.problems.extend(result.problems)
+        if result.runbook is None:
+            continue
+        rid = result.runbook.id
+        if rid in library.by_id:
+            library.problems.append(Problem(str(file), 1, 1, ("id",),
+                                            f"runbook id {rid!r} is also defined in "
+                                            f"{library.by_id[rid].path}"))
+            continue
+        library.by_id[rid] = result
+    _check_cross_references(library)
+    return library
+
+
+def _check_cross_references(library: Library) -> None:
+    """`goto: other-runbook:step` and `see_also: runbook:x` must name something that exists."""
+    for result in library.by_id.values():
+        runbook = result.runbook
+        assert runbook is not None
+        refs: list[tuple[tuple[str | int, ...], str]] = []
+        for step in runbook.steps.values():
+            for i, branch in enumerate(step.branches):
+                refs.append((("steps", step.id, "branches", i, "goto"), branch.goto))
+            if step.default:
+                refs.append((("steps", step.id, "default"), step.default))
+        for i, signature in enumerate(runbook.signatures):
+            if signature.goto:
+                refs.append((("signatures", i, "goto"), signature.goto))
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for path, target in refs:
+            if ":" in target:
+                problems.extend((path, m) for m in [_cross_target_problem(library, target)] if m)
+        for cid, conclusion in runbook.conclusions.items():
+            for i, link in enumerate(conclusion.see_also):
+                kind, _, name = link.partition(":")
+                name = name.split("#")[0]
+                if kind == "runbook" and name not in library.by_id:
+                    problems.append((("conclusions", cid, "see_also", i),
+                                     f"no runbook named {name!r}{did_you_mean(name, library.by_id)}"))
+        for path, message in problems:
+            line, col = result.positions.of(path) if result.positions else (1, 1)
+            library.problems.append(Problem(result.path, line, col, path, message))
+
+
+def _cross_target_problem(library: Library, target: str) -> str | None:
+    rid, _, step = target.partition(":")
+    other = library.get(rid)
+    if other is None:
+        return f"no runbook named {rid!r}{did_you_mean(rid, library.by_id)}"
+    if step == "start" or other.node(step) is not None:
+        return None
+    return f"runbook {rid!r} has no step or conclusion named {step!r}"

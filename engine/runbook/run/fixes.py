@@ -1,0 +1,231 @@
+"""Acting on a diagnosis: which fixes may run, running them on their nodes, and the audit log.
+
+A fix's command (rendered per node by the walk, parameters shell-quoted) runs on the node
+through the same transport as the checks, as the `command` check. What may run:
+
+    dry run (default)    nothing; the report shows each command as it would run on each node
+    --apply              read-only and changes-state fixes, after one confirmation on a terminal
+    --apply --yes        also disruptive ones, without asking; never without a terminal
+
+The first node runs alone (a canary); after a failed fix, no fix starts on another node
+unless `keep_going`. Every executed fix is appended to the audit log (JSON lines).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from runbook.format import expr
+from runbook.library.runbooks import Library
+from runbook.run.walk import NodeOutcome
+from runbook.transports import Transport
+
+SAFE_EFFECTS = ("read-only", "changes-state")
+FIX_TIMEOUT_S = 120.0
+
+
+@dataclass
+class FixPolicy:
+    apply: bool = False
+    yes: bool = False
+    interactive: bool = False  # a person at a terminal can be asked
+    max_nodes: int | None = None
+    keep_going: bool = False
+    audit_log: Path | None = None
+
+    def allows(self, effect: str) -> bool:
+        if not self.apply:
+            return False
+        if effect == "disruptive":
+            return self.yes and self.interactive
+        return True
+
+
+@dataclass
+class PlannedFix:
+    outcome: NodeOutcome
+    index: int  # position in the conclusion's fixes
+    title: str
+    command: str
+    effect: str
+    verify: dict[str, Any] | None
+    result: dict[str, Any] = field(default_factory=dict)  # what the report shows
+
+
+class FixRefused(Exception):
+    """The run must not act at all (blast radius); the message says why."""
+
+
+def plan(outcomes: list[NodeOutcome], policy: FixPolicy, lang: str) -> list[PlannedFix]:
+    """Every fix with a command on every concluded node, marked as it would be handled."""
+    planned = []
+    for outcome in outcomes:
+        conclusion = outcome.conclusion
+        if conclusion is None:
+            continue
+        for i, fix in enumerate(conclusion.fixes):
+            command = outcome.fix_commands[i] if i < len(outcome.fix_commands) else None
+            if not command or command.startswith("# cannot render"):
+                continue
+            verify = outcome.fix_verifies[i] if i < len(outcome.fix_verifies) else None
+            item = PlannedFix(outcome, i, fix.title.get(lang), command, fix.effect, verify)
+            item.result = {"status": "dry-run"} if not policy.apply else (
+                {"status": "held-back", "reason": "a value it needs is missing on this node (<unset>)"}
+                if expr.UNSET_WORD in command else
+                {"status": "pending"} if policy.allows(fix.effect) else
+                {"status": "held-back", "reason": _held_back_reason(fix.effect, policy)})
+            planned.append(item)
+    return planned
+
+
+def _held_back_reason(effect: str, policy: FixPolicy) -> str:
+    if effect == "disruptive" and not policy.interactive:
+        return "disruptive: never run without a terminal"
+    return "disruptive: needs --yes"
+
+
+def check_blast_radius(planned: list[PlannedFix], policy: FixPolicy) -> None:
+    nodes = sorted({p.outcome.node.name for p in planned if p.result["status"] == "pending"})
+    if policy.max_nodes is not None and len(nodes) > policy.max_nodes:
+        raise FixRefused(f"fixes would touch {len(nodes)} nodes, more than --max-nodes "
+                         f"{policy.max_nodes}; nothing was run (raise the cap or narrow --nodes)")
+
+
+def confirmation_text(planned: list[PlannedFix]) -> str:
+    """What a person approves: every node and the exact command it will run."""
+    lines = []
+    for p in planned:
+        if p.result["status"] == "pending":
+            lines.append(f"  {p.outcome.node.name}: [{p.effect}] {p.title}")
+            lines.extend(f"      $ {line}" for line in p.command.strip().splitlines())
+    return "\n".join(lines)
+
+
+def execute(planned: list[PlannedFix], transport: Transport, library: Library,
+            policy: FixPolicy, forks: int = 32,
+            on_result: Callable[[PlannedFix], None] | None = None) -> None:
+    """Run the pending fixes node by node (each node's fixes in order); fills `result`."""
+    by_node: dict[str, list[PlannedFix]] = {}
+    for p in planned:
+        if p.result["status"] == "pending":
+            by_node.setdefault(p.outcome.node.name, []).append(p)
+    names = list(by_node)
+    failed: list[str] = []
+
+    def run_node(name: str) -> bool:
+        ok = True
+        for item in by_node[name]:
+            if not ok:
+                item.result = {"status": "skipped", "reason": "an earlier fix on this node failed"}
+                continue
+            # A read-only fix that fails (a grep finding nothing) changed nothing: go on.
+            ok = _run_one(item, transport, library) or item.effect == "read-only"
+            _audit(item, policy.audit_log)
+            if on_result:
+                on_result(item)
+        return ok
+
+    # A canary first: one node alone, then the rest in parallel, stopping on failure.
+    waves = [names[:1], names[1:]] if names else []
+    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(names) or 1))) as pool:
+        for wave in waves:
+            if failed and not policy.keep_going:
+                for name in wave:
+                    for item in by_node[name]:
+                        item.result = {"status": "skipped",
+                                       "reason": f"a fix failed on {failed[0]} (use --keep-going)"}
+                continue
+            for name, ok in zip(wave, pool.map(run_node, wave), strict=True):
+                if not ok:
+                    failed.append(name)
+
+
+def _run_one(item: PlannedFix, transport: Transport, library: Library) -> bool:
+    begin = time.monotonic()
+    request = {"check": "command", "with": {"run": item.command},
+               "step": f"fix:{item.outcome.conclusion.id if item.outcome.conclusion else ''}:{item.index}"}
+    answer = transport.run_check(item.outcome.node, request, FIX_TIMEOUT_S)
+    result: dict[str, Any] = {"duration_s": round(time.monotonic() - begin, 3)}
+    if answer.status != "ok" or answer.result is None:
+        result.update(status="failed", reason=answer.error or answer.status)
+        item.result = result
+        return False
+    out = answer.result
+    result.update(exit_code=out.get("exit_code"), stdout=out.get("stdout", ""),
+                  stderr=out.get("stderr", ""))
+    ok = bool(out.get("ok")) and not out.get("timed_out")
+    result["status"] = "ok" if ok else "failed"
+    if out.get("timed_out"):
+        result["reason"] = "timed out"
+    if ok and item.verify is not None:
+        result["verify"] = _verify(item, transport, library)
+        if not result["verify"]["passed"]:
+            result["status"], ok = "failed", False
+            result["reason"] = "the check after the fix did not pass"
+    item.result = result
+    return ok
+
+
+def _verify(item: PlannedFix, transport: Transport, library: Library) -> dict[str, Any]:
+    verify = item.verify or {}
+    if "__error__" in verify.get("with", {}):
+        return {"passed": False, "error": verify["with"]["__error__"]}
+    request = {"check": verify["check"], "with": verify["with"], "step": "fix:verify"}
+    answer = transport.run_check(item.outcome.node, request, float(verify["timeout"]))
+    if answer.status != "ok" or answer.result is None:
+        return {"passed": False, "check": verify["check"], "error": answer.error or answer.status}
+    runbook = item.outcome.conclusion_runbook
+    conclusion = item.outcome.conclusion
+    assert runbook is not None and conclusion is not None
+    condition = library.by_id[runbook.id].compiled.fix_verify_passes[(conclusion.id, item.index)]
+    passed = expr.truthy(condition.evaluate({"result": answer.result, "params": verify.get("params", {}),
+                                             "node": verify.get("node", {}), "steps": {}, "cluster": []}))
+    return {"passed": passed, "check": verify["check"], "result": answer.result}
+
+
+def default_audit_log() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "runbook" / "audit.jsonl"
+
+
+def _audit(item: PlannedFix, path: Path | None) -> None:
+    if path is None:
+        return
+    runbook = item.outcome.conclusion_runbook
+    entry = {
+        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "user": _user(), "from_host": socket.gethostname(),
+        "node": item.outcome.node.name,
+        "runbook": runbook.id if runbook else None, "version": runbook.version if runbook else None,
+        "conclusion": item.outcome.conclusion.id if item.outcome.conclusion else None,
+        "fix": item.title, "effect": item.effect, "command": item.command,
+        "status": item.result.get("status"), "exit_code": item.result.get("exit_code"),
+        "verify_passed": (item.result.get("verify") or {}).get("passed"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:  # one line per fix, appended atomically enough
+        fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (containers): the uid is still who it was
+        return str(os.getuid())
+
+
+def node_results(planned: list[PlannedFix]) -> dict[tuple[str, int], dict[str, Any]]:
+    """(node name, fix index) -> what happened, for the report."""
+    return {(p.outcome.node.name, p.index): p.result for p in planned}
+
+

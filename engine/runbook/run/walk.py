@@ -1,0 +1,310 @@
+"""The engine: a level-synchronous walk of a runbook tree over many nodes.
+
+Each round groups the nodes still walking by the step they stand on, runs that
+step's check on all of them in parallel, then decides each node's next step
+from its own `result` and the `cluster` of results at that step. Checks that
+fail, hang or cannot reach a node become data on that node; the others go on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runbook.checks import load_check
+from runbook.format import expr
+from runbook.format.loader import Compiled
+from runbook.format.model import Conclusion, Runbook, Step
+from runbook.library.runbooks import Library
+from runbook.transports import Node, ProbeAnswer, Transport
+
+WALKING, CONCLUDED, UNREACHABLE, TIMEOUT, ERROR = (
+    "walking", "concluded", "unreachable", "timeout", "error")
+
+
+@dataclass
+class Evidence:
+    """One step on one node: the check's result and the branch it decided."""
+
+    step: str
+    check: str
+    result: dict[str, Any]
+    duration_s: float
+    goto: str | None = None
+    when: str | None = None  # the condition that matched; None when the default was taken
+    branch: int | None = None  # index of the matched branch; None when the default was taken
+    decided_by: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NodeOutcome:
+    node: Node
+    status: str = WALKING
+    runbook_id: str = ""
+    step_id: str = ""
+    path: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    conclusion: Conclusion | None = None
+    conclusion_runbook: Runbook | None = None
+    reason: str | None = None
+    seen: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> result, for `steps`
+    fix_commands: list[str | None] = field(default_factory=list)  # rendered for this node
+    # Per fix: the verify check's request rendered for this node ({"check", "with", "timeout"}).
+    fix_verifies: list[dict[str, Any] | None] = field(default_factory=list)
+
+
+@dataclass
+class WalkOptions:
+    forks: int = 64
+    deadline_s: float = 300.0
+    max_steps: int = 64  # per node: a loop in a tree cannot run forever
+
+
+class Listener(Protocol):
+    def on_step(self, outcome: NodeOutcome, evidence: Evidence) -> None: ...
+
+    def on_node_done(self, outcome: NodeOutcome) -> None: ...
+
+
+class Walk:
+    def __init__(self, library: Library, runbook: Runbook, nodes: list[Node],
+                 transport: Transport, params: dict[str, Any],
+                 options: WalkOptions | None = None, listeners: list[Listener] | None = None,
+                 entry: str | None = None) -> None:
+        self.library, self.runbook, self.transport = library, runbook, transport
+        self.options = options or WalkOptions()
+        self.listeners = listeners or []
+        self.user_params = params
+        start = entry or runbook.start
+        self.outcomes = [NodeOutcome(n, runbook_id=runbook.id, step_id=start) for n in nodes]
+
+    # -- the loop --
+
+    def run(self) -> list[NodeOutcome]:
+        deadline = time.monotonic() + self.options.deadline_s
+        pool = ThreadPoolExecutor(max_workers=max(1, self.options.forks),
+                                  thread_name_prefix="runbook-check")
+        try:
+            for outcome in self.outcomes:
+                self._settle(outcome)
+            while self._walking():
+                if time.monotonic() >= deadline:
+                    self._expire(self._walking(), "the run's deadline passed")
+                    break
+                self._round(pool, deadline)
+        except KeyboardInterrupt:
+            self._expire(self._walking(), "interrupted")
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return self.outcomes
+
+    def _walking(self) -> list[NodeOutcome]:
+        return [o for o in self.outcomes if o.status == WALKING]
+
+    def _round(self, pool: ThreadPoolExecutor, deadline: float) -> None:
+        futures: dict[Future[ProbeAnswer], NodeOutcome] = {}
+        for outcome in self._walking():
+            future = self._submit(pool, outcome, deadline)
+            if future is not None:
+                futures[future] = outcome
+        answers: dict[int, ProbeAnswer] = {}
+        pending = set(futures)
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            done, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+            for future in done:
+                answers[id(futures[future])] = future.result()
+        self._expire([futures[f] for f in pending], "the run's deadline passed during a check")
+        groups: dict[tuple[str, str], list[NodeOutcome]] = defaultdict(list)
+        for outcome in futures.values():
+            if id(outcome) in answers:
+                groups[(outcome.runbook_id, outcome.step_id)].append(outcome)
+        for group in groups.values():
+            self._decide_group(group, answers)
+
+    def _submit(self, pool: ThreadPoolExecutor, outcome: NodeOutcome,
+                deadline: float) -> Future[ProbeAnswer] | None:
+        runbook, step, compiled = self._locate(outcome)
+        try:
+            rendered = expr.render_value(compiled.with_.get(step.id, {}),
+                                         self._variables(outcome, runbook))
+        except Exception as exc:  # a template that fails on this node's values
+            return self._fail(outcome, ERROR, f"step {step.id}: parameters: {exc}")
+        timeout = step.check.timeout or float(load_check(step.check.type).DEFAULT_TIMEOUT)
+        timeout = max(0.1, min(timeout, deadline - time.monotonic()))
+        request = {"check": step.check.type, "with": _drop_none(rendered),
+                   "step": self._qualified(runbook, step.id)}
+        return pool.submit(self.transport.run_check, outcome.node, request, timeout)
+
+    # -- deciding --
+
+    def _decide_group(self, group: list[NodeOutcome], answers: dict[int, ProbeAnswer]) -> None:
+        cluster = [{"node": o.node.name, "result": answers[id(o)].result}
+                   for o in group if answers[id(o)].status == "ok"]
+        for outcome in group:
+            answer = answers[id(outcome)]
+            if answer.status != "ok":
+                status = UNREACHABLE if answer.status == "unreachable" else ERROR
+                self._fail(outcome, status, f"step {outcome.step_id}: {answer.error}")
+                continue
+            self._decide(outcome, answer, cluster)
+
+    def _decide(self, outcome: NodeOutcome, answer: ProbeAnswer, cluster: list[Any]) -> None:
+        runbook, step, compiled = self._locate(outcome)
+        result = answer.result or {}
+        evidence = Evidence(self._qualified(runbook, step.id), step.check.type, result,
+                            round(answer.duration_s, 3))
+        variables = {**self._variables(outcome, runbook), "result": result, "cluster": cluster}
+        target = self._choose(step, compiled, variables, evidence)
+        outcome.evidence.append(evidence)
+        outcome.path.append(evidence.step)
+        outcome.seen[step.id] = result
+        for listener in self.listeners:
+            listener.on_step(outcome, evidence)
+        if target is None:
+            why = "the check timed out" if result.get("timed_out") else "no branch matched"
+            self._fail(outcome, TIMEOUT if result.get("timed_out") else ERROR,
+                       f"step {step.id}: {why} and no branch handles it")
+            return
+        evidence.goto = target
+        self._move(outcome, runbook, target)
+
+    def _choose(self, step: Step, compiled: Compiled, variables: dict[str, Any],
+                evidence: Evidence) -> str | None:
+        for i, branch in enumerate(step.branches):
+            expression = compiled.when[(step.id, i)]
+            try:
+                matched = expr.truthy(expression.evaluate(variables))
+            except Exception as exc:  # e.g. comparing a field this result lacks
+                evidence.notes.append(f"{branch.when}: {exc}")
+                continue
+            if matched:
+                evidence.when, evidence.branch = branch.when, i
+                evidence.decided_by = _read_values(expression, variables)
+                return branch.goto
+        if evidence.result.get("timed_out"):
+            return None  # a hang must be handled explicitly, never by the default
+        # The default was taken: what every condition read is the evidence for it.
+        for i in range(len(step.branches)):
+            evidence.decided_by.update(_read_values(compiled.when[(step.id, i)], variables))
+        return step.default
+
+    def _move(self, outcome: NodeOutcome, runbook: Runbook, target: str) -> None:
+        rid, step_id = (target.split(":", 1) if ":" in target else (runbook.id, target))
+        if step_id == "start":
+            other = self.library.get(rid)
+            step_id = other.start if other else step_id
+        outcome.runbook_id, outcome.step_id = rid, step_id
+        self._settle(outcome)
+
+    def _settle(self, outcome: NodeOutcome) -> None:
+        """Conclude a node standing on a conclusion; stop one that walked too far."""
+        runbook = self.library.get(outcome.runbook_id)
+        if runbook is None:
+            self._fail(outcome, ERROR, f"runbook {outcome.runbook_id!r} is not loaded")
+            return
+        conclusion = runbook.conclusions.get(outcome.step_id)
+        if conclusion is not None:
+            outcome.status, outcome.conclusion, outcome.conclusion_runbook = (
+                CONCLUDED, conclusion, runbook)
+            outcome.fix_commands = self._render_fixes(outcome, runbook, conclusion)
+            outcome.fix_verifies = self._render_verifies(outcome, runbook, conclusion)
+            self._done(outcome)
+        elif len(outcome.path) >= self.options.max_steps:
+            self._fail(outcome, ERROR, f"walked {len(outcome.path)} steps without a conclusion "
+                       "(a loop in the tree?)")
+
+    def _render_fixes(self, outcome: NodeOutcome, runbook: Runbook,
+                      conclusion: Conclusion) -> list[str | None]:
+        compiled = self.library.by_id[runbook.id].compiled
+        variables = self._variables(outcome, runbook)
+        commands: list[str | None] = []
+        for i, _fix in enumerate(conclusion.fixes):
+            template = compiled.fix_runs.get((conclusion.id, i))
+            try:
+                commands.append(template.render(**variables) if template else None)
+            except Exception as exc:
+                commands.append(f"# cannot render this command on this node: {exc}")
+        return commands
+
+    def _render_verifies(self, outcome: NodeOutcome, runbook: Runbook,
+                         conclusion: Conclusion) -> list[dict[str, Any] | None]:
+        compiled = self.library.by_id[runbook.id].compiled
+        variables = self._variables(outcome, runbook)
+        requests: list[dict[str, Any] | None] = []
+        for i, fix in enumerate(conclusion.fixes):
+            template = compiled.fix_verify_with.get((conclusion.id, i))
+            if fix.verify is None or template is None:
+                requests.append(None)
+                continue
+            try:
+                rendered = _drop_none(expr.render_value(template, variables))
+            except Exception as exc:  # reported as a verify that could not run
+                rendered = {"__error__": f"cannot render the verify check on this node: {exc}"}
+            timeout = fix.verify.check.timeout or float(load_check(fix.verify.check.type).DEFAULT_TIMEOUT)
+            requests.append({"check": fix.verify.check.type, "with": rendered, "timeout": timeout,
+                             "params": variables["params"], "node": variables["node"]})
+        return requests
+
+    # -- helpers --
+
+    def _locate(self, outcome: NodeOutcome) -> tuple[Runbook, Step, Compiled]:
+        loaded = self.library.by_id[outcome.runbook_id]
+        assert loaded.runbook is not None
+        return loaded.runbook, loaded.runbook.steps[outcome.step_id], loaded.compiled
+
+    def _qualified(self, runbook: Runbook, step_id: str) -> str:
+        return step_id if runbook.id == self.runbook.id else f"{runbook.id}:{step_id}"
+
+    def _variables(self, outcome: NodeOutcome, runbook: Runbook) -> dict[str, Any]:
+        params = {name: p.default for name, p in runbook.params.items()}
+        node_params = outcome.node.vars.get("params") or {}
+        params.update({k: v for k, v in {**self.user_params, **node_params}.items()
+                       if k in runbook.params})
+        steps = {sid: {"result": r} for sid, r in outcome.seen.items()}
+        node = {"name": outcome.node.name, **{k: v for k, v in outcome.node.vars.items()
+                                              if k != "params"}}
+        return {"params": params, "node": node, "steps": steps, "result": {}, "cluster": []}
+
+    def _fail(self, outcome: NodeOutcome, status: str, reason: str) -> None:
+        outcome.status, outcome.reason = status, reason
+        self._done(outcome)
+        return None
+
+    def _expire(self, outcomes: list[NodeOutcome], why: str) -> None:
+        for outcome in outcomes:
+            if outcome.status == WALKING:
+                self._fail(outcome, TIMEOUT, f"step {outcome.step_id}: {why}")
+
+    def _done(self, outcome: NodeOutcome) -> None:
+        for listener in self.listeners:
+            listener.on_node_done(outcome)
+
+
+def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters whose template rendered to nothing are left to the check's defaults."""
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _read_values(expression: expr.Expression, variables: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for path in expression.reads:
+        try:
+            value = expr.compile_expression(path).evaluate(variables)
+        except Exception:
+            continue
+        if expr.truthy(value) or value in (0, False, "", 0.0):
+            values[path] = value if not isinstance(value, (dict, list)) else _short(value)
+    return values
+
+
+def _short(value: Any) -> Any:
+    text = repr(value)
+    return value if len(text) <= 120 else text[:117] + "..."

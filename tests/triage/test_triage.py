@@ -1,0 +1,344 @@
+"""`runbook triage`: the labelled log corpus, normalisation, streaming, gzip, stdin, JSON, exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runbook.format.model import Signature
+from runbook.library.runbooks import load_library
+from runbook.triage.lognorm import join_wrapped, normalize
+from runbook.triage.logstream import read_lines
+from runbook.triage.scan import Match, Triage, triage
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "tests" / "data" / "logs"
+LABELS: dict[str, list[str]] = yaml.safe_load((LOGS / "labels.yaml").read_text("utf-8"))
+MIN_HIT_RATE = 0.90
+TOP = 3
+
+
+@pytest.fixture(scope="module")
+def library():  # type: ignore[no-untyped-def]
+    return load_library([ROOT / "runbooks"])
+
+
+def triage_file(name: str, library) -> list[Match]:  # type: ignore[no-untyped-def]
+    """Triage one corpus log; its leading `# ` lines are metadata, not log."""
+    with open(LOGS / name, "rb") as raw:
+        body = itertools.dropwhile(lambda line: line.startswith("# "), read_lines(raw))
+        return triage(list(body), library)
+
+
+def taxonomy_of(matches: list[Match], top: int = TOP) -> set[str]:
+    return {tid for match in matches[:top] for tid in match.taxonomy}
+
+
+# ---- the corpus -------------------------------------------------------------------------------
+
+
+def test_corpus_is_labelled_and_covers_the_taxonomy() -> None:
+    files = {p.name for p in LOGS.iterdir() if p.name != "labels.yaml"}
+    assert files == set(LABELS), "every log has a label and every label a log"
+    assert len(files) >= 45
+    taxonomy = yaml.safe_load((ROOT / "engine" / "runbook" / "data" / "taxonomy.yaml").read_text("utf-8"))
+    known = {tid for group in taxonomy.values() for tid in group}
+    used = {tid for ids in LABELS.values() for tid in ids}
+    assert used <= known, used - known
+    assert known <= used, f"taxonomy ids without a log: {sorted(known - used)}"
+    for name in files:
+        with open(LOGS / name, "rb") as raw:
+            assert 10 <= sum(1 for _ in read_lines(raw)) <= 80, name
+
+
+def test_corpus_hit_rate(library) -> None:  # type: ignore[no-untyped-def]
+    """For at least 90% of the logs, an expected id is among the taxonomy of the top 3 matches."""
+    misses = []
+    for name, expected in LABELS.items():
+        matches = triage_file(name, library)
+        if not taxonomy_of(matches) & set(expected):
+            got = [(m.runbook, m.entry, m.taxonomy[:4]) for m in matches[:TOP]]
+            misses.append(f"{name}: expected one of {expected}, top {TOP}: {got or 'no match'}")
+    rate = 1 - len(misses) / len(LABELS)
+    print(f"\ntriage hit rate: {rate:.0%} ({len(LABELS) - len(misses)}/{len(LABELS)})")
+    for miss in misses:
+        print("  MISS", miss)
+    assert rate >= MIN_HIT_RATE, "\n".join(misses)
+
+
+# (log, runbook that must be loaded, expected first taxonomy id of the best match, its runbook)
+KEY_LOGS = [
+    ("04-nccl-watchdog-legacy.log", "training-hang", "hang.collective", None),
+    ("05-nccl-watchdog-pg-guid.log", "training-hang", "hang.collective", None),
+    ("19-dataloader-token-buffer.log", "training-hang", "hang.dataloader", "training-hang"),
+    ("57-wrapped-watchdog.log", "training-hang", "hang.collective", None),
+    ("59-oom-then-watchdog.log", "training-hang", "oom.gpu", "training-hang"),
+    ("01-cuda-oom-torch2.log", "cuda-oom", "oom.gpu", "cuda-oom"),
+    ("06-nccl-shm.log", "nccl-errors", "nccl.system-error", "nccl-errors"),
+    ("11-port-in-use.log", "ddp-errors", "launch.port-in-use", "ddp-errors"),
+    ("33-unrecognized-args.log", "cli-args", "launch.cli-args", "cli-args"),
+    ("22-gkd-waiting-rollout.log", "rlhf-hang", "hang.weight-sync", "rlhf-hang"),
+]
+
+
+@pytest.mark.parametrize(("name", "needs", "first_id", "runbook"), KEY_LOGS,
+                         ids=[k[0] for k in KEY_LOGS])
+def test_key_logs_exactly(library, name: str, needs: str, first_id: str,  # type: ignore[no-untyped-def]
+                          runbook: str | None) -> None:
+    if library.get(needs) is None:
+        pytest.skip(f"runbook {needs} is not written yet")
+    best = triage_file(name, library)[0]
+    assert best.taxonomy[0] == first_id, (best.runbook, best.entry, best.taxonomy)
+    if runbook:
+        assert best.runbook == runbook
+
+
+def test_replaying_the_exit_step_narrows_the_taxonomy(library) -> None:  # type: ignore[no-untyped-def]
+    """training-hang's watchdog signature enters 'How did the job end?': only the ending this log shows."""
+    matches = triage(["[rank3]:[E501 12:30:00.123 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+                      "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for "
+                      "1800000 milliseconds before timing out."], library)
+    hang = next(m for m in matches if m.runbook == "training-hang")
+    assert (hang.entry, hang.taxonomy) == ("exit-signatures", ["hang.collective"])
+    assert hang.lines()[0].line_no == 1 and hang.lines()[0].text.startswith("[rank3]:")
+
+
+# ---- ranking ----------------------------------------------------------------------------------
+
+
+def test_specific_late_signature_beats_generic_and_early_ones(library) -> None:  # type: ignore[no-untyped-def]
+    library.get("training-hang").signatures.append(Signature(r"Traceback \(most recent call last\)"))
+    try:
+        lines = ["Token buffer: 10/100"] + ["Traceback (most recent call last):"] * 50 + [
+            "  File \"train.py\", line 1", "Watchdog caught collective operation timeout"]
+        scanner = Triage(library)
+        scanner.feed(lines)
+        hits = {h.pattern: h for m in scanner.matches() for h in m.signatures if m.runbook == "training-hang"}
+    finally:
+        library.get("training-hang").signatures.pop()
+    generic = hits[r"Traceback \(most recent call last\)"]
+    assert generic.generic and generic.count == 50
+    assert hits["Watchdog caught collective operation timeout"].score > generic.score
+    assert hits["Watchdog caught collective operation timeout"].score > hits[
+        r"Token buffer:\s*\d+\s*/\s*\d+"].score
+    assert len(generic.lines()) == 6  # first 3 and last 3 kept, however many matched
+
+
+def test_invalid_signature_is_skipped_with_a_warning(library) -> None:  # type: ignore[no-untyped-def]
+    library.get("training-hang").signatures.append(Signature("(unclosed", None))
+    try:
+        warnings: list[str] = []
+        scanner = Triage(library, on_warning=warnings.append)
+        scanner.feed(["Token buffer: 10/100"])
+    finally:
+        library.get("training-hang").signatures.pop()
+    assert len(warnings) == 1 and "'(unclosed' is not a valid regex" in warnings[0]
+    assert [m.runbook for m in scanner.matches()][:1] == ["training-hang"]
+
+
+# ---- normalisation ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("[rank3]:[E501 12:00:00.1 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog",
+     "[E501 12:00:00.1 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog"),
+    ("[default2]:  File \"train.py\", line 3", "File \"train.py\", line 3"),
+    ("rank 3: loss nan", "loss nan"),
+    ("(TaskRunner pid=133947) Generating train split: 0 examples", "Generating train split: 0 examples"),
+    ("(RayWorker pid=1, ip=10.0.0.1) init_model START", "init_model START"),
+    ("[1,3]<stderr>:RuntimeError: boom", "RuntimeError: boom"),
+    ("2024-05-01 12:00:00,123 - INFO - step 1", "INFO - step 1"),
+    ("2024-05-01T12:00:00.123456Z [rank0]: x", "x"),
+    ("[2024-05-01 12:00:00] [INFO] x", "[INFO] x"),
+    ("[12:00:00] Collecting trajectories...", "Collecting trajectories..."),
+    ("May  1 12:00:00 gpu001 kernel: [ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79",
+     "NVRM: Xid (PCI:0000:3b:00): 79"),
+    ("[Wed May  1 12:00:00 2024] Out of memory: Killed process 4242 (python)",
+     "Out of memory: Killed process 4242 (python)"),
+    ("gpu001:4242:4300 [3] NCCL INFO NCCL_SOCKET_IFNAME set to ib0",
+     "NCCL INFO NCCL_SOCKET_IFNAME set to ib0"),
+    ("2024-12-02T08:00:22.001Z stderr F Traceback (most recent call last):",
+     "Traceback (most recent call last):"),
+    ("\x1b[31mtorch.OutOfMemoryError\x1b[0m: CUDA out of memory",
+     "torch.OutOfMemoryError: CUDA out of memory"),
+    ("  File \"train.py\", line 3", "  File \"train.py\", line 3"),  # indentation without a prefix stays
+    ("(raylet) A worker died", "(raylet) A worker died"),  # not a pid prefix: it says who is talking
+    ("ib0: link down", "ib0: link down"),
+])
+def test_normalize(line: str, expected: str) -> None:
+    assert normalize(line) == expected
+
+
+def test_wrapped_and_partial_lines_are_joined() -> None:
+    cut = "x" * 100 + "[Rank 7] Watchdog caught collective opera"
+    assert len(cut) == 141
+    cut = cut[-120:]
+    lines = ["first", cut, "tion timeout: WorkNCCL(SeqNum=1)",
+             "2024-05-01T00:00:00Z stdout P CUDA out of mem",
+             "2024-05-01T00:00:01Z stdout F ory. Tried to allocate", "last"]
+    joined = list(join_wrapped(lines))
+    assert [(a, b) for a, b, _ in joined] == [(1, 1), (2, 3), (4, 5), (6, 6)]
+    assert "collective operation timeout" in joined[1][2]
+    assert normalize(joined[2][2]) == "CUDA out of memory. Tried to allocate"
+    # a 120-column line followed by an indented traceback line is not joined
+    assert len(list(join_wrapped(["y" * 120, "  File \"a.py\""]))) == 2
+
+
+def test_wrapped_log_matches_on_its_first_line(library) -> None:  # type: ignore[no-untyped-def]
+    scanner = Triage(library)
+    with open(LOGS / "57-wrapped-watchdog.log", "rb") as raw:
+        scanner.feed(read_lines(raw))
+    hang = next(m for m in scanner.matches() if m.runbook == "training-hang")
+    assert [h.line_no for h in hang.lines()] == [7]  # the first of the three pieces
+    assert scanner.lines == len((LOGS / "57-wrapped-watchdog.log").read_text("utf-8").splitlines())
+
+
+# ---- reading: gzip, undecodable bytes, long lines ---------------------------------------------
+
+
+def test_gzip_is_recognised_by_its_magic_bytes_not_its_name(tmp_path: Path, runbook_cli) -> None:  # type: ignore[no-untyped-def]
+    plain = (LOGS / "04-nccl-watchdog-legacy.log").read_bytes()
+    hidden = tmp_path / "train.log"  # gzip inside, no .gz suffix
+    hidden.write_bytes(gzip.compress(plain))
+    result = runbook_cli("triage", str(hidden), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["lines"] == plain.count(b"\n")
+    assert report["matches"][0]["taxonomy"][0] == "hang.collective"
+
+
+def test_undecodable_bytes_and_overlong_lines_are_survived() -> None:
+    raw = b"ok \xff\xfe line\n" + b"z" * 200_000 + b"\n" + b"CUDA out of memory\r\nlast"
+    lines = list(read_lines(io.BytesIO(raw)))
+    assert lines[0] == "ok \ufffd\ufffd line"
+    assert len(lines) == 4 and len(lines[1]) <= 65536
+    assert lines[2:] == ["CUDA out of memory", "last"]
+
+
+def test_stdin_plain_and_gzip(runbook_cli) -> None:  # type: ignore[no-untyped-def]
+    text = (LOGS / "19-dataloader-token-buffer.log").read_text("utf-8")
+    for data in (text.encode(), gzip.compress(text.encode())):
+        result = subprocess.run([sys.executable, "-m", "runbook", "triage", "-", "--format", "json"],
+                                input=data, capture_output=True, timeout=60, cwd=ROOT,
+                                env={**os.environ, "RUNBOOK_LANG": "en"})
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert report["source"] == "<stdin>"
+        assert report["matches"][0]["runbook"] == "training-hang"
+
+
+# ---- streaming a large log in bounded memory --------------------------------------------------
+
+
+def _noise_chunk() -> bytes:
+    """About 1 MB of varied, benign training-log lines (rank prefixes, timestamps, NCCL, Ray, tqdm)."""
+    lines = []
+    for i in range(7000):
+        rank = (i * 7) % 64
+        kind = i % 10
+        if kind < 6:
+            lines.append(f"[rank{rank}]:2024-05-01 12:{i % 60:02d}:{i % 60:02d},{i % 1000:03d} INFO trainer: "
+                         f"step {i} | loss {1 + (i % 997) / 500:.4f} | lr 3.00e-04 | grad_norm "
+                         f"{(i % 89) / 40:.3f} | tokens/s {100000 + i * 13 % 90000} | mem 61.2GB")
+        elif kind < 8:
+            lines.append(f"gpu{rank:03d}:{4000 + i % 900}:{5000 + i % 700} [{rank % 8}] NCCL INFO Channel "
+                         f"{i % 32:02d}/32 : {rank} {rank + 1} via P2P/IPC/read")
+        elif kind < 9:
+            lines.append(f"Epoch 3:  {i % 100}%|████      | {i}/60000 [12:03<10:11, 41.20it/s, loss=2.31]")
+        else:
+            lines.append(f"(RolloutWorker pid={10000 + i}) [2024-05-01 12:00:00] env {i} reset done")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_200mb_log_streams_in_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "huge.log"
+    chunk = _noise_chunk()
+    size = 0
+    with open(path, "wb") as out:
+        while size < 200 * 1024 * 1024:
+            out.write(chunk)
+            size += len(chunk)
+        out.write(b"[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    expected_lines = size // len(chunk) * chunk.count(b"\n") + 1
+    # A fresh interpreter runs triage as its only child, so RUSAGE_CHILDREN is that child alone.
+    measure = ("import json, resource, subprocess, sys\n"
+               "p = subprocess.run([sys.executable, '-m', 'runbook', 'triage', sys.argv[1], '--format', "
+               "'json'], capture_output=True, text=True)\n"
+               "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr,\n"
+               "  'maxrss_kb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))\n")
+    started = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-c", measure, str(path)], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+    finally:
+        path.unlink()  # pytest keeps the last runs' tmp dirs: do not leave 200 MB behind
+    elapsed = time.monotonic() - started
+    result = json.loads(done.stdout)
+    assert result["rc"] == 0, result["err"]
+    report = json.loads(result["out"])
+    assert report["lines"] == expected_lines
+    oom = next(m for m in report["matches"] if "oom.gpu" in m["taxonomy"])
+    assert oom["lines"][-1]["line_no"] == expected_lines
+    assert result["maxrss_kb"] < 200 * 1024, f"peak RSS {result['maxrss_kb'] / 1024:.0f} MB"
+    print(f"\n200 MB log: {elapsed:.1f} s, peak RSS {result['maxrss_kb'] / 1024:.0f} MB")
+
+
+# ---- the command line -------------------------------------------------------------------------
+
+
+def test_json_shape(runbook_cli) -> None:  # type: ignore[no-untyped-def]
+    log = LOGS / "59-oom-then-watchdog.log"
+    result = runbook_cli("triage", str(log), "--format", "json", "--top", "2")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report) == {"schema", "source", "lines", "matches"}
+    assert report["schema"] == "runbook-triage/v1" and report["source"] == str(log)
+    assert report["lines"] == len(log.read_text("utf-8").splitlines())
+    assert 1 <= len(report["matches"]) <= 2
+    scores = [m["score"] for m in report["matches"]]
+    assert scores == sorted(scores, reverse=True)
+    for match in report["matches"]:
+        assert {"runbook", "entry", "taxonomy", "score", "why", "lines"} <= set(match)
+        assert isinstance(match["taxonomy"], list) and isinstance(match["score"], float)
+        assert match["lines"] and all(set(line) == {"line_no", "text"} for line in match["lines"])
+        assert "line" in match["why"]
+
+
+def test_text_output_in_both_languages(runbook_cli) -> None:  # type: ignore[no-untyped-def]
+    log = str(LOGS / "04-nccl-watchdog-legacy.log")
+    english = runbook_cli("triage", log, "--top", "1")
+    assert english.returncode == 0
+    assert "training-hang" in english.stdout and "lines match 'Watchdog caught" in english.stdout
+    assert "runbook run training-hang" in english.stdout
+    chinese = runbook_cli("triage", log, "--lang", "zh", "--top", "1")
+    assert "行匹配" in chinese.stdout and "训练卡住" in chinese.stdout
+
+
+def test_exit_codes(tmp_path: Path, runbook_cli) -> None:  # type: ignore[no-untyped-def]
+    quiet = tmp_path / "quiet.log"
+    quiet.write_text("epoch 1 done\nall good\n")
+    nothing = runbook_cli("triage", str(quiet))
+    assert nothing.returncode == 1
+    assert nothing.stdout.strip() == f"no runbook signature matches {quiet} (2 lines)"
+    missing = runbook_cli("triage", str(tmp_path / "nope.log"))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.strip() == f"runbook triage: {tmp_path / 'nope.log'}: no such file"
+    assert runbook_cli("triage", str(tmp_path)).returncode == 2
+    assert runbook_cli("triage", str(quiet), "--top", "0").returncode == 2
+
+
+def test_help_stays_light() -> None:
+    code = ("import sys, runbook.cli as c\nc.build_parser()\n"
+            "print(sorted(m for m in ('yaml', 'jinja2', 'jsonschema') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
