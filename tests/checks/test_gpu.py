@@ -161,6 +161,7 @@ def test_recorded_nvidia_smi_output(no_pynvml, tmp_path: Path, make_ctx) -> None
         "retired_pages": NO_PAGES,
         "remapped_rows": NO_REMAP,
         "pcie": {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16, "degraded": False},
+        "mig_enabled": None,  # recorded before the query asked for it
         "processes": [{"pid": 48211, "used_mib": 70686}, {"pid": 48391, "used_mib": None}],
     }
     hot = result["gpus"][3]
@@ -446,6 +447,7 @@ def test_nvml_health_on_recorded_h100_node(monkeypatch: pytest.MonkeyPatch, make
         "throttle_reasons": [], "ecc": NO_ECC, "retired_pages": NO_PAGES,
         "remapped_rows": NO_REMAP,
         "pcie": {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16, "degraded": False},
+        "mig_enabled": None,  # the stub has no nvmlDeviceGetMigMode
         "processes": [{"pid": 48211, "used_mib": 70650}],
     }
     hot = result["gpus"][3]

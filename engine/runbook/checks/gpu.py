@@ -53,7 +53,7 @@ _GPU_FIELDS = (
     "throttle_reasons: [names], ecc: {volatile_uncorrected, volatile_corrected, aggregate_uncorrected, "
     "aggregate_corrected}, retired_pages: {single_bit, double_bit, pending}, remapped_rows: "
     "{correctable, uncorrectable, pending, failure}, pcie: {gen, max_gen, width, max_width, degraded}, "
-    "processes: [{pid, used_mib}]"
+    "mig_enabled, processes: [{pid, used_mib}]"
 )
 _REASONS = ", ".join(name for _, name, _ in gpu_health.THROTTLE_BITS)
 RESULT_FIELDS = {

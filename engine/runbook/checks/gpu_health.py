@@ -87,6 +87,7 @@ def empty_health() -> dict[str, Any]:
         "remapped_rows": {"correctable": None, "uncorrectable": None, "pending": None,
                           "failure": None},
         "pcie": pcie(None, None, None, None, True),
+        "mig_enabled": None,
     }
 
 

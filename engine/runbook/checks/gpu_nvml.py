@@ -70,6 +70,7 @@ def _health(pynvml: Any, handle: Any, utilization: int | None) -> dict[str, Any]
             _int(_call(_fn(pynvml, "nvmlDeviceGetMaxPcieLinkWidth"), handle)),
             gpu_health.is_idle(utilization, reasons),
         ),
+        "mig_enabled": _mig_enabled(pynvml, handle),
     })
     return health
 
@@ -125,6 +126,14 @@ def _remapped_rows(pynvml: Any, handle: Any) -> dict[str, Any]:
         return {"correctable": None, "uncorrectable": None, "pending": None, "failure": None}
     return {"correctable": _int(rows[0]), "uncorrectable": _int(rows[1]),
             "pending": bool(rows[2]), "failure": bool(rows[3])}
+
+
+def _mig_enabled(pynvml: Any, handle: Any) -> bool | None:
+    """MIG mode now ((current, pending) from NVML); None on a GPU without MIG."""
+    modes = _call(_fn(pynvml, "nvmlDeviceGetMigMode"), handle)
+    if not isinstance(modes, (tuple, list)) or not modes or _int(modes[0]) is None:
+        return None
+    return modes[0] == _const(pynvml, "NVML_DEVICE_MIG_ENABLE", 1)
 
 
 def _fn(pynvml: Any, name: str) -> Any:

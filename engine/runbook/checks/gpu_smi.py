@@ -26,6 +26,7 @@ HEALTH_FIELDS = (
     "ecc.errors.uncorrected.aggregate.total", "ecc.errors.corrected.aggregate.total",
     "retired_pages.sbe", "retired_pages.dbe", "retired_pages.pending",
     "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
+    "mig.mode.current",  # last: recorded output from before it was asked for still parses
 )
 FULL_QUERY = ",".join(BASE_FIELDS + HEALTH_FIELDS)
 # Tried in order while the driver refuses a field name.
@@ -152,6 +153,7 @@ def _health(gpu: dict[str, Any], c: dict[str, str]) -> None:
             _int_cell(c["pcie.link.width.current"]), _int_cell(c["pcie.link.width.max"]),
             gpu_health.is_idle(gpu["utilization_percent"], reasons),
         ),
+        "mig_enabled": _bool_cell(c.get("mig.mode.current", "")),
     })
 
 
