@@ -45,14 +45,15 @@ step "set-up"
 if timeout 20 python3 -m pip download --no-deps -q -d /tmp/gpu-check-pip pip >/dev/null 2>&1; then
   make setup && PY=$PWD/.venv/bin/python
 else
-  echo "no package registry: a venv over the machine's Python, plus the wheels in .whl/"
-  python3 -m venv --system-site-packages /tmp/rb-venv
-  PY=/tmp/rb-venv/bin/python
-  $PY -m pip install -q --no-index --no-deps .whl/*.whl
-  $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . \
-    || echo "editable install refused: running from engine/ on PYTHONPATH"
+  # The machine's python3 may itself be a venv (its torch, nvidia-ml-py, pytest): install beside
+  # it with --target rather than in a venv of its own, which would not see them.
+  echo "no package registry: the machine's Python, plus the wheels in .whl/"
+  PY=$(command -v python3)
+  $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/rb-site .whl/*.whl
+  export PYTHONPATH=/tmp/rb-site PATH="/tmp/rb-site/bin:$PATH"
 fi
-export PATH="$(dirname "$PY"):$PATH" PYTHONPATH="$PWD/engine" RUNBOOK_LANG=en PYTHONUNBUFFERED=1
+export PATH="$(dirname "$PY"):$PATH" PYTHONPATH="$PWD/engine${PYTHONPATH:+:$PYTHONPATH}" \
+  RUNBOOK_LANG=en PYTHONUNBUFFERED=1
 RB=("$PY" -m runbook)
 $PY -c "import runbook, jsonschema, yaml, jinja2; print('engine', runbook.__version__)"
 $PY -c "import pynvml, torch; print('pynvml', pynvml.__version__ if hasattr(pynvml, '__version__') else '?', \
@@ -62,8 +63,8 @@ step "pytest -m gpu"
 timed pytest-gpu $PY -m pytest -m gpu tests/gpu -v -rs -p no:cacheprovider \
   --junitxml="$W/pytest/gpu.xml" 2>&1 | tee "$W/pytest/gpu.txt"
 step "check tests beside the real driver"
-timed pytest-checks timeout 180 $PY -m pytest tests/checks -q -rs -p no:cacheprovider \
-  2>&1 | tail -25 | tee "$W/pytest/checks.txt"
+timed pytest-checks timeout 180 $PY -m pytest tests/checks -q -rfs -p no:cacheprovider \
+  --junitxml="$W/pytest/checks.xml" 2>&1 | tee "$W/pytest/checks.txt" | tail -40
 
 step "raw answers for fixtures"
 QUERIES=$($PY -c "from runbook.checks import gpu_smi as s; print(s.FULL_QUERY, s.REMAP_QUERY, s.APPS_QUERY)")
@@ -80,7 +81,7 @@ timed nvml-idle $PY scripts/gpu/nvml_record.py > "$W/raw/nvml_idle.json"
 
 step "a real CUDA job"
 JOB_DIR=$W/job; mkdir -p "$JOB_DIR"
-setsid "$GPU_PYTHON" scripts/gpu/matmul_loop.py --seconds 150 --hold-gib 2 > "$JOB_DIR/train.log" 2>&1 &
+RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 setsid "$GPU_PYTHON" scripts/gpu/matmul_loop.py --seconds 150 --hold-gib 2 > "$JOB_DIR/train.log" 2>&1 &
 JOB=$!
 for _ in $(seq 60); do grep -q "step 3 " "$JOB_DIR/train.log" && break; sleep 1; done
 head -3 "$JOB_DIR/train.log"
@@ -112,7 +113,7 @@ kill -9 -- -$JOB 2>/dev/null
 
 step "a real CUDA out-of-memory error"
 OOM_DIR=$W/oom; mkdir -p "$OOM_DIR"
-timed oom-job "$GPU_PYTHON" scripts/gpu/real_oom.py > "$OOM_DIR/train.log" 2>&1
+RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 timed oom-job "$GPU_PYTHON" scripts/gpu/real_oom.py > "$OOM_DIR/train.log" 2>&1
 tail -4 "$OOM_DIR/train.log"
 timed run-cuda-oom "${RB[@]}" run cuda-oom --set log="$OOM_DIR/train.log" --format json > "$W/runs/cuda-oom.json"
 "${RB[@]}" run cuda-oom --set log="$OOM_DIR/train.log" > "$W/runs/cuda-oom.txt"

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """A small real CUDA job for the GPU checks: matrix multiplies in a loop, one `step` line a second.
 
-It looks to runbook like one rank of a training job (RANK/WORLD_SIZE in its environment, libtorch
-mapped, a log that moves) and holds a known amount of GPU memory, so the `gpu` check's process
-list and memory figures can be compared with what the job itself says it holds. It stops by
-itself after --seconds.
+Started with RANK/WORLD_SIZE in its environment, as a launcher starts a rank, it looks to
+runbook like one rank of a training job (the distributed env, libtorch mapped, a log that
+moves) and holds a known amount of GPU memory, so the `gpu` check's process list and memory
+figures can be compared with what the job itself says it holds. It stops after --seconds.
 
-    python3 scripts/gpu/matmul_loop.py --seconds 120 --hold-gib 2 > train.log 2>&1 &
+    RANK=0 WORLD_SIZE=1 python3 scripts/gpu/matmul_loop.py --seconds 120 --hold-gib 2 > train.log 2>&1 &
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=4096, help="square matrices of this size")
     parser.add_argument("--hold-gib", type=float, default=2.0, help="extra GPU memory to hold")
     args = parser.parse_args()
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
     device = torch.device("cuda", 0)
     held = torch.empty(int(args.hold_gib * (1 << 30)), dtype=torch.uint8, device=device)
     a = torch.randn(args.size, args.size, device=device, dtype=torch.bfloat16)

@@ -9,7 +9,6 @@ as an uncaught exception would, and the job exits 1, as a training job dies of i
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 
@@ -28,8 +27,6 @@ class Model(torch.nn.Module):
 
 
 def main() -> int:
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
     model = Model().cuda()
     batch = 1024
     try:

@@ -29,7 +29,7 @@ def read_nvml(pynvml: Any) -> dict[str, Any]:
 def nvml_gpu(pynvml: Any, index: int) -> dict[str, Any]:
     handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index)
     util = _call(pynvml.nvmlDeviceGetUtilizationRates, handle)
-    memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
+    memory = _memory(pynvml, handle)
     temperature = _call(pynvml.nvmlDeviceGetTemperature, handle,
                         _const(pynvml, "NVML_TEMPERATURE_GPU", 0))
     procs = _call(pynvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
@@ -49,6 +49,14 @@ def nvml_gpu(pynvml: Any, index: int) -> dict[str, Any]:
     }
     gpu.update(_health(pynvml, handle, gpu["utilization_percent"]))
     return gpu
+
+
+def _memory(pynvml: Any, handle: Any) -> Any:
+    """Memory as nvidia-smi counts it. NVML's v2 answer keeps the driver's reserved memory out of
+    `used`; the v1 answer counts it as used (480 MiB on an idle H100, seen on real hardware)."""
+    v2 = getattr(pynvml, "nvmlMemory_v2", None)
+    memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle, v2) if isinstance(v2, int) else None
+    return memory if memory is not None else _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
 
 
 def _health(pynvml: Any, handle: Any, utilization: int | None) -> dict[str, Any]:

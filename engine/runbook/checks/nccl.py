@@ -52,8 +52,10 @@ RESULT_FIELDS = {
     "rank": {"type": "integer", "en": "Its RANK (null when not set)",
              "zh": "该进程的 RANK（未设置时为 null）"},
     "settings": {"type": "object",
-                 "en": "The process's NCCL_* and TORCH_NCCL_* environment variables (no others)",
-                 "zh": "该进程的 NCCL_* 和 TORCH_NCCL_* 环境变量（不含其他变量）"},
+                 "en": "The process's NCCL_*, TORCH_NCCL_* and TORCH_FR_* environment variables (no "
+                       "others; not NCCL_VERSION, which container images set and NCCL never reads)",
+                 "zh": "该进程的 NCCL_*、TORCH_NCCL_* 和 TORCH_FR_* 环境变量（不含其他变量；不含 "
+                       "NCCL_VERSION：它由容器镜像设置，NCCL 不读取）"},
     "shm": {"type": "object",
             "en": "/dev/shm as the process sees it: {path, total_mib, free_mib, used_percent} (null if "
                   "unreadable)",
@@ -75,12 +77,14 @@ RESULT_FIELDS = {
                                  "one and a system one)",
                            "zh": "映射了不止一个不同的 libnccl 核心库文件（例如 torch 自带的和系统安装的）"},
     "flight_recorder": {"type": "object",
-                        "en": "torch's NCCL flight recorder: {prefix (TORCH_NCCL_DEBUG_INFO_TEMP_FILE, null "
-                              "when unset), trace_buffer_size (TORCH_NCCL_TRACE_BUFFER_SIZE; 0 = off), "
+                        "en": "torch's NCCL flight recorder: {prefix (TORCH_FR_DUMP_TEMP_FILE, or its old "
+                              "name TORCH_NCCL_DEBUG_INFO_TEMP_FILE; null when unset), trace_buffer_size "
+                              "(TORCH_FR_BUFFER_SIZE or TORCH_NCCL_TRACE_BUFFER_SIZE; 0 = off), "
                               "dump_on_timeout, count}",
-                        "zh": "torch 的 NCCL flight recorder：{prefix（TORCH_NCCL_DEBUG_INFO_TEMP_FILE，"
-                              "未设置时为 null），trace_buffer_size（TORCH_NCCL_TRACE_BUFFER_SIZE；"
-                              "0 表示关闭），dump_on_timeout，count}"},
+                        "zh": "torch 的 NCCL flight recorder：{prefix（TORCH_FR_DUMP_TEMP_FILE，或旧名 "
+                              "TORCH_NCCL_DEBUG_INFO_TEMP_FILE；未设置时为 null），trace_buffer_size"
+                              "（TORCH_FR_BUFFER_SIZE 或 TORCH_NCCL_TRACE_BUFFER_SIZE；0 表示关闭），"
+                              "dump_on_timeout，count}"},
     "dump_files": {"type": "array",
                    "en": "Flight-recorder dump files matching the prefix: {path, size, mtime} (mtime in "
                          "ISO 8601), newest first",
@@ -97,7 +101,13 @@ _LIB_NAME = re.compile(r"^libnccl[^/]*\.so(\.[0-9][0-9.]*)?$")
 _PLUGIN = re.compile(r"^libnccl-(net|tuner|profiler|env)")
 _NAME_VERSION = re.compile(r"\.so\.(\d+\.\d+\.\d+)")
 _BANNER = re.compile(rb"NCCL version (\d+\.\d+\.\d+)([^\x00\s]{0,40})")
-_SETTING_PREFIXES = ("NCCL_", "TORCH_NCCL_")
+_SETTING_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_FR_")
+# Set by NVIDIA's container images to the NCCL they were built with; NCCL never reads it, and the
+# library a process maps can differ (2.28.3 in the variable, 2.28.9 mapped, seen on an H100 node).
+_NOT_SETTINGS = frozenset({"NCCL_VERSION"})
+# torch 2.11 renamed the flight recorder's variables (TORCH_FR_*) and warns on the old names.
+_FR_PREFIX = ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+_FR_BUFFER = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 _DUMPS_MAX = 50
 
 
@@ -137,7 +147,8 @@ def _blank() -> dict[str, Any]:
 
 
 def nccl_settings(env: dict[str, str]) -> dict[str, str]:
-    return {name: env[name] for name in sorted(env) if name.startswith(_SETTING_PREFIXES)}
+    return {name: env[name] for name in sorted(env)
+            if name.startswith(_SETTING_PREFIXES) and name not in _NOT_SETTINGS}
 
 
 def _in_root(pid: int | None, path: str) -> str:
@@ -279,10 +290,11 @@ def _rodata(fh: Any) -> list[tuple[int, int]]:
 
 
 def flight_recorder(pid: int, env: dict[str, str]) -> dict[str, Any]:
-    prefix = env.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+    prefix = next((env[name] for name in _FR_PREFIX if name in env), None)
+    buffer = next((name for name in _FR_BUFFER if name in env), _FR_BUFFER[0])
     info = {
         "prefix": prefix,
-        "trace_buffer_size": process._env_int(env, "TORCH_NCCL_TRACE_BUFFER_SIZE"),
+        "trace_buffer_size": process._env_int(env, buffer),
         "dump_on_timeout": _truthy(env.get("TORCH_NCCL_DUMP_ON_TIMEOUT")),
         "count": 0,
     }
