@@ -479,6 +479,22 @@ def test_nvml_same_answers_as_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert {k: nvml[k] for k in summary} == {k: smi[k] for k in summary}
 
 
+def test_nvml_memory_used_leaves_out_the_drivers_reserve(monkeypatch: pytest.MonkeyPatch, make_ctx) -> None:
+    """v1 counts the driver's reserve as used (480 MiB on an idle H100); v2 and nvidia-smi do not."""
+    v2 = 0x2000028
+
+    def memory(handle: Any, version: int | None = None) -> Any:
+        if version == v2:
+            return types.SimpleNamespace(version=v2, total=81559 * MIB, reserved=480 * MIB,
+                                         free=81079 * MIB, used=0)
+        return types.SimpleNamespace(total=81559 * MIB, free=81079 * MIB, used=480 * MIB)
+
+    monkeypatch.setitem(sys.modules, "pynvml", h100_pynvml(nvmlMemory_v2=v2, nvmlDeviceGetMemoryInfo=memory))
+    assert gpu.run({"xid": False}, make_ctx(3.0))["gpus"][0]["memory_used_mib"] == 0
+    monkeypatch.setitem(sys.modules, "pynvml", h100_pynvml(nvmlDeviceGetMemoryInfo=memory))
+    assert gpu.run({"xid": False}, make_ctx(3.0))["gpus"][0]["memory_used_mib"] == 480  # an older binding
+
+
 def test_nvml_binding_before_clocks_event_names(monkeypatch: pytest.MonkeyPatch, make_ctx) -> None:
     """nvidia-ml-py before 12.535 has only the 'throttle' names."""
     old = {f"nvmlClocksEventReason{k}": None for k in REASON_CONSTANTS}

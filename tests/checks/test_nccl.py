@@ -196,3 +196,23 @@ def test_plugins_are_not_core_libraries(tmp_path: Path, make_ctx: Callable[..., 
     described: dict[str, Any] = nccl.describe_libraries(os.getpid(), mapped, make_ctx())
     assert [lib["kind"] for lib in described["libraries"]] == ["nccl", "plugin"]
     assert described["multiple_libraries"] is False and described["nccl_versions"] == ["2.21.5"]
+
+
+def test_flight_recorder_read_under_torchs_new_names(tmp_path: Path) -> None:
+    # torch 2.11 warns "TORCH_NCCL_TRACE_BUFFER_SIZE is deprecated; use TORCH_FR_BUFFER_SIZE"
+    # (seen on a real H100/H200): the new names come first, the old ones still count.
+    (tmp_path / "fr_rank_0").write_bytes(b"\x80\x04trace")
+    new = {"TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/fr_rank_", "TORCH_FR_BUFFER_SIZE": "4000",
+           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{tmp_path}/old_", "TORCH_NCCL_TRACE_BUFFER_SIZE": "10",
+           "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}
+    found = nccl.flight_recorder(os.getpid(), new)
+    assert found["flight_recorder"] == {"prefix": f"{tmp_path}/fr_rank_", "trace_buffer_size": 4000,
+                                        "dump_on_timeout": True, "count": 1}
+    old = {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{tmp_path}/fr_rank_", "TORCH_NCCL_TRACE_BUFFER_SIZE": "10"}
+    assert nccl.flight_recorder(os.getpid(), old)["flight_recorder"]["trace_buffer_size"] == 10
+    assert set(nccl.nccl_settings(new)) == set(new)
+
+
+def test_a_container_images_nccl_version_is_not_a_setting() -> None:
+    env = {"NCCL_VERSION": "2.28.3-1", "NCCL_DEBUG": "WARN", "PATH": "/usr/bin"}
+    assert nccl.nccl_settings(env) == {"NCCL_DEBUG": "WARN"}
