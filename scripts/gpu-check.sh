@@ -5,7 +5,11 @@
 #
 # Set-up as the README's `make setup` where a package registry answers. A GPU machine with no
 # network uses its own python3 (its CUDA torch and nvidia-ml-py) in a venv that sees them, plus
-# the wheels of the engine's other dependencies carried in .whl/. Then, in order:
+# the wheels of the engine's other dependencies carried in .whl/, made here beforehand with
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     -d .whl jsonschema jsonschema-specifications referencing rpds-py ruamel.yaml py-spy
+#   pip wheel --no-deps -w .whl python-hostlist
+# (the machine's Python version; .whl/ is git-ignored). Then, in order:
 #   pytest -m gpu; the check tests against the real driver;
 #   raw answers of nvidia-smi (the check's own queries, -q) and NVML (scripts/gpu/nvml_record.py)
 #   for the fixtures in tests/checks/data/gpu-h100/;
