@@ -213,3 +213,15 @@ def test_descriptions_read_as_their_language(lang: str) -> None:
     assert all(texts)
     with_cjk = [t for t in texts if CJK.search(t)]
     assert len(with_cjk) == (len(texts) if lang == "zh" else 0)
+
+
+def test_the_limits_the_reference_states_are_the_ones_enforced() -> None:
+    from runbook.format import loader, safeyaml
+
+    rows = {row.what.en: row.limit for row in reference().limits}
+    assert rows["File size: a runbook, its test file, an inventory"] == "1,048,576 bytes (1 MiB)"
+    assert rows["Nesting depth of one document"] == str(safeyaml.MAX_DEPTH)
+    assert rows["Values in one document, aliases expanded"] == f"{safeyaml.MAX_NODES:,}"
+    assert rows["Steps in one runbook"] == str(loader.SIZE_LIMITS[("steps",)][0])
+    assert rows["Branches of one step"] == str(loader.MAX_BRANCHES)
+    assert all(row.what.zh and row.what.en != row.what.zh for row in reference().limits)

@@ -107,3 +107,16 @@ def test_unreadable_inventories(tmp_path: Path) -> None:
     bad.write_text("hosts: [unclosed\n")
     with pytest.raises(NodeSpecError, match=r"bad.yaml:2:1: YAML syntax error"):
         load_inventory(bad, None)
+
+
+def test_a_hostile_inventory_is_one_line_not_gigabytes(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    bomb = tmp_path / "inventory.yaml"
+    bomb.write_text("hosts:\n  node01: {}\n" + "\n".join(lines) + "\n")
+    with pytest.raises(NodeSpecError, match=r"inventory.yaml:\d+:\d+: more than 100,000 values"):
+        build_nodes(None, str(bomb))
+    hostfile = tmp_path / "hosts"
+    hostfile.write_bytes(b"node01\nnode02\x00\n")
+    with pytest.raises(NodeSpecError, match=r"hosts:2: binary content"):
+        build_nodes(f"@{hostfile}")

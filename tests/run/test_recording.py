@@ -271,3 +271,24 @@ def test_the_shipped_recordings_follow_the_schema() -> None:
     for path in shipped:
         errors = [e.message for e in validator.iter_errors(json.loads(path.read_text("utf-8")))]
         assert errors == [], (path.parent.name, errors[:3])
+
+
+def test_hostile_recordings_are_refused_in_one_line(tmp_path: Path) -> None:
+    from runbook.format.safeyaml import RECORDING_MAX_BYTES
+
+    deep = tmp_path / "deep" / "incident.json"
+    deep.parent.mkdir()
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(RecordingError, match=r"deep/incident.json: nested too deeply to be a recording$"):
+        load_recording(deep)
+    binary = tmp_path / "bin" / "incident.json"
+    binary.parent.mkdir()
+    binary.write_bytes(b'{"schema": "runbook-recording/v1"\x00}')
+    with pytest.raises(RecordingError, match=r"json:1: binary content \(a NUL byte at byte offset 33"):
+        load_recording(binary)
+    huge = tmp_path / "huge" / "incident.json"
+    huge.parent.mkdir()
+    with huge.open("wb") as fh:
+        fh.truncate(RECORDING_MAX_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(RecordingError, match=r"file too large: 67,108,865 bytes, the limit is 67,108,864"):
+        load_recording(huge)

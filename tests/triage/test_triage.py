@@ -301,7 +301,8 @@ def test_json_shape(runbook_cli) -> None:  # type: ignore[no-untyped-def]
     result = runbook_cli("triage", str(log), "--format", "json", "--top", "2")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"schema", "source", "lines", "matches"}
+    assert set(report) == {"schema", "source", "lines", "notes", "matches"}
+    assert report["notes"] == []  # an ordinary text log: nothing to say about its shape
     assert report["schema"] == "runbook-triage/v1" and report["source"] == str(log)
     assert report["lines"] == len(log.read_text("utf-8").splitlines())
     assert 1 <= len(report["matches"]) <= 2

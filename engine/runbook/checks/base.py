@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import time
@@ -66,6 +67,9 @@ class CommandOutcome:
     timed_out: bool
     duration_s: float
     not_found: bool = False
+    stdout_bytes: int = 0  # what the command wrote in all, kept or not
+    stderr_bytes: int = 0
+    truncated: bool = False  # more than max_output: the middle of stdout or stderr was dropped
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -76,7 +80,45 @@ class CommandOutcome:
             "timed_out": self.timed_out,
             "duration_s": round(self.duration_s, 3),
             "not_found": self.not_found,
+            "stdout_bytes": self.stdout_bytes,
+            "stderr_bytes": self.stderr_bytes,
+            "truncated": self.truncated,
         }
+
+
+class OutputCapture:
+    """The first and the last `limit // 2` bytes of a stream and its size, in bounded memory:
+    a command that prints gigabytes costs `limit` bytes, and its last line (where a worker
+    writes its answer, or a tool its verdict) is still there."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(1, limit // 2)
+        self.head, self.tail = bytearray(), bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        if not self.truncated:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        dropped = self.total - len(self.head) - len(self.tail)
+        return (self.head.decode("utf-8", "replace")
+                + f"\n[runbook: output truncated: {self.total:,} bytes in all, "
+                  f"{dropped:,} in the middle not kept]\n"
+                + self.tail.decode("utf-8", "replace"))
 
 
 @dataclass
@@ -110,24 +152,56 @@ class CheckContext:
             return CommandOutcome(shown, None, "", str(exc), False, 0.0, not_found=True)
         ACTIVE_GROUPS.add(proc.pid)
         try:
-            out, err = proc.communicate(timeout=limit)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            kill_process_group(proc.pid)
-            # A process stuck in the kernel (D state) may not die at once; don't wait forever.
-            try:
-                out, err = proc.communicate(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                out, err = b"", b""
-            timed_out = True
+            out, err, timed_out = _read_output(proc, limit, max_output)
+            if timed_out:
+                kill_process_group(proc.pid)
         finally:
             ACTIVE_GROUPS.discard(proc.pid)
+            _close(proc)
         return CommandOutcome(
-            shown, None if timed_out else proc.returncode,
-            out[:max_output].decode("utf-8", "replace"),
-            err[:max_output].decode("utf-8", "replace"),
-            timed_out, time.monotonic() - start,
+            shown, None if timed_out else proc.returncode, out.text(), err.text(), timed_out,
+            time.monotonic() - start, stdout_bytes=out.total, stderr_bytes=err.total,
+            truncated=out.truncated or err.truncated,
         )
+
+
+def _read_output(proc: subprocess.Popen[bytes], limit: float,
+                 max_output: int) -> tuple[OutputCapture, OutputCapture, bool]:
+    """(stdout, stderr, timed out): read both pipes as they fill, until the command exits or
+    `limit` seconds pass; memory stays within max_output per stream whatever it prints."""
+    assert proc.stdout is not None and proc.stderr is not None
+    streams = {proc.stdout.fileno(): OutputCapture(max_output),
+               proc.stderr.fileno(): OutputCapture(max_output)}
+    out, err = streams.values()
+    deadline = time.monotonic() + limit
+    with selectors.DefaultSelector() as selector:
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out, err, True
+            for key, _ in selector.select(timeout=left):
+                data = os.read(key.fd, 1 << 16)
+                if data:
+                    streams[key.fd].add(data)
+                else:
+                    selector.unregister(key.fd)
+    try:  # both pipes closed: the command is exiting (or left children holding nothing)
+        proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return out, err, True
+    return out, err, False
+
+
+def _close(proc: subprocess.Popen[bytes]) -> None:
+    """Close the pipes and reap the process, never waiting long for one stuck in the kernel."""
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.0)
 
 
 def kill_process_group(pid: int) -> None:

@@ -37,12 +37,16 @@ def run(args: argparse.Namespace) -> int:
 def migrate_file(file: Path, args: argparse.Namespace, status_out: TextIO) -> int:
     """Migrate (or check, or diff) one file; returns its exit code."""
     from runbook.format.loader import load_text
+    from runbook.format.safeyaml import LimitError, read_text
     from runbook.versions.migrate import MigrateError, migrate_text
 
     try:
-        text = file.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"{file}:1:1: (document): cannot read file: {exc}", file=sys.stderr)
+        text = read_text(file)[0]
+    except OSError as exc:
+        print(f"{file}:1:1: (document): cannot read file: {exc.strerror or exc}", file=sys.stderr)
+        return FAILED
+    except LimitError as exc:
+        print(f"{file}:{exc.line}:{exc.column}: (document): {exc.message}", file=sys.stderr)
         return FAILED
     try:
         migrated = migrate_text(text)

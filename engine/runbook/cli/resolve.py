@@ -11,6 +11,7 @@ import re
 import sys
 from dataclasses import dataclass
 
+from runbook.cli.library_warnings import warn_unloaded
 from runbook.format.model import Runbook
 from runbook.format.problems import did_you_mean
 from runbook.library.runbooks import Library, load_library
@@ -62,6 +63,7 @@ def find_runbook(name: str, library: Library | None = None) -> Runbook | None:
         print(f"runbook: {exc}", file=sys.stderr)
         return None
     library = library or load_library()
+    warn_unloaded(library)
     runbook = library.get(ref.id)
     loaded = library.by_id.get(ref.id)
     if loaded is not None and not loaded.ok:  # a draft from `runbook new` still has its TODOs

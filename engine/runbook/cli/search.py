@@ -11,12 +11,16 @@ SNIPPET_COLUMNS = 150  # display columns of a snippet in text output (CJK charac
 
 
 def run(args: argparse.Namespace) -> int:
+    from runbook.cli.library_warnings import warn_unloaded, warn_unloaded_articles
     from runbook.library.kb import load_kb
     from runbook.library.runbooks import load_library
     from runbook.library.search import SCHEMA, search
 
     query = " ".join(args.query)
-    results = search(query, load_library(), load_kb(), args.lang, args.top)
+    library, kb = load_library(), load_kb()
+    warn_unloaded(library)
+    warn_unloaded_articles(kb)
+    results = search(query, library, kb, args.lang, args.top)
     zh = args.lang == "zh"
     if args.format == "json":
         print(json.dumps({"schema": SCHEMA, "query": query, "results": [r.to_json() for r in results]},

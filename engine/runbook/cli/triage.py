@@ -21,14 +21,17 @@ def run(args: argparse.Namespace) -> int:
         what = "is a directory" if os.path.isdir(args.log) else "no such file"
         print(f"runbook triage: {args.log}: {what}", file=sys.stderr)
         return 2
+    from runbook.cli.library_warnings import warn_unloaded
     from runbook.library.runbooks import load_library
-    from runbook.triage.logstream import LogSourceError, open_log
+    from runbook.triage.logstream import LogShape, LogSourceError, open_log
     from runbook.triage.scan import Triage
 
     library = load_library()
+    warn_unloaded(library)
     scanner = Triage(library, on_warning=lambda m: print(f"runbook: warning: {m}", file=sys.stderr))
     try:
-        with open_log(args.log) as lines:
+        shape = LogShape()
+        with open_log(args.log, shape) as lines:
             scanner.feed(lines)
     except LogSourceError as exc:
         print(f"runbook triage: {exc}", file=sys.stderr)
@@ -36,19 +39,18 @@ def run(args: argparse.Namespace) -> int:
     matches = scanner.matches()[: args.top]
     source = "<stdin>" if args.log == "-" else args.log
     if args.format == "json":
-        _print_json(source, scanner.lines, matches, args.lang)
+        _print_json(source, scanner.lines, matches, args.lang, shape.notes())
     else:
         _print_text(source, scanner.lines, matches, args.lang, library)
-    if library.problems:
-        print(f"runbook: {len(library.problems)} problem(s) in runbook files: run `runbook lint`",
-              file=sys.stderr)
+        for note in shape.notes():
+            print(f"note: {note}")
     return 0 if matches else 1
 
 
-def _print_json(source: str, lines: int, matches: list[Match], lang: str) -> None:
+def _print_json(source: str, lines: int, matches: list[Match], lang: str, notes: list[str]) -> None:
     from runbook.triage.scan import SCHEMA
 
-    print(json.dumps({"schema": SCHEMA, "source": source, "lines": lines,
+    print(json.dumps({"schema": SCHEMA, "source": source, "lines": lines, "notes": notes,
                       "matches": [m.to_json(lang) for m in matches]}, ensure_ascii=False, indent=2))
 
 

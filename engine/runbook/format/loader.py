@@ -42,11 +42,22 @@ from runbook.format.model import (
     Verify,
 )
 from runbook.format.problems import DocPath, Problem, did_you_mean
+from runbook.format.safeyaml import LimitError, read_text
 from runbook.format.todo import MESSAGE as TODO_MESSAGE
 from runbook.format.todo import holds_marker
 from runbook.format.yamlpos import DuplicateKeyError, Positions, parse
 
 _PARAM_REF = re.compile(r"\bparams\.([A-Za-z_][A-Za-z0-9_]*)")
+# How big one runbook may be: far above the largest in the library (tens of steps), and low
+# enough that a hostile file cannot make lint, triage or a run slow. Path -> (limit, what).
+SIZE_LIMITS: dict[tuple[str, ...], tuple[int, str]] = {
+    ("steps",): (500, "steps"),
+    ("conclusions",): (500, "conclusions"),
+    ("signatures",): (500, "signatures"),
+    ("params",): (100, "parameters"),
+}
+MAX_BRANCHES = 100  # per step
+MAX_FIXES = 50  # per conclusion
 
 
 @dataclass
@@ -101,13 +112,11 @@ def load_file(path: str | Path) -> LoadResult:
     """Load and check one runbook file. Cross-runbook references are checked by the library."""
     shown = str(path)
     try:
-        raw = Path(path).read_bytes()
+        text, raw = read_text(path)
     except OSError as exc:
         return _failed(shown, (1, 1), (), f"cannot read file: {exc.strerror or exc}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _failed(shown, (1, 1), (), f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except LimitError as exc:
+        return _failed(shown, (exc.line, exc.column), (), exc.message)
     return load_text(text, shown, digest="sha256:" + hashlib.sha256(raw).hexdigest())
 
 
@@ -120,6 +129,8 @@ def load_text(text: str, file: str, digest: str = "") -> LoadResult:
         data, positions = parse(text)
     except DuplicateKeyError as exc:
         return _failed(file, (exc.line, exc.column), exc.path, f"duplicate key {exc.key!r}")
+    except LimitError as exc:
+        return _failed(file, (exc.line, exc.column), (), exc.message)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -128,7 +139,7 @@ def load_text(text: str, file: str, digest: str = "") -> LoadResult:
     if not isinstance(data, dict):
         return _failed(file, (1, 1), (), "a runbook is a YAML mapping (apiVersion, id, steps, ...)")
     checker = _Checker(file, data, positions)
-    if not (checker.requires_ok() and checker.api_version_ok()):
+    if not (checker.requires_ok() and checker.api_version_ok() and checker.sizes_ok()):
         return LoadResult(file, None, Compiled(), checker.problems, data, positions)
     checker.validate_schema()
     checker.check_semantics()
@@ -155,7 +166,25 @@ class _Checker:
         line, col = self.positions.of(path, prefer_key=key)
         self.problems.append(Problem(self.file, line, col, path, message, severity))
 
-    # -- apiVersion and schema --
+    # -- apiVersion, size and schema --
+
+    def sizes_ok(self) -> bool:
+        """False when the runbook has more steps, branches, conclusions... than SIZE_LIMITS."""
+        before = len(self.problems)
+        for path, (limit, what) in SIZE_LIMITS.items():
+            self._at_most(path, self.data.get(path[0]), limit, what)
+        for name, step in _mapping(self.data.get("steps")).items():
+            branches = _mapping(step).get("branches")
+            self._at_most(("steps", name, "branches"), branches, MAX_BRANCHES, "branches")
+        for name, conclusion in _mapping(self.data.get("conclusions")).items():
+            fixes = _mapping(conclusion).get("fixes")
+            self._at_most(("conclusions", name, "fixes"), fixes, MAX_FIXES, "fixes")
+        return len(self.problems) == before
+
+    def _at_most(self, path: DocPath, value: Any, limit: int, what: str) -> None:
+        if isinstance(value, (dict, list)) and len(value) > limit:
+            self.add(path, f"{len(value)} {what}: at most {limit} in one runbook "
+                     "(split it into runbooks that hand over with `goto: other-runbook:step`)", key=True)
 
     def requires_ok(self) -> bool:
         """False when this engine is outside the runbook's `requires`: that one error is all
@@ -504,3 +533,7 @@ def _build_conclusion(cid: str, c: dict[str, Any]) -> Conclusion:
              for f in c.get("fixes") or []]
     return Conclusion(cid, c["severity"], list(c["taxonomy"]), _req_text(c["title"]),
                       _req_text(c["explanation"]), fixes, list(c.get("see_also") or []))
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}

@@ -11,6 +11,10 @@ import difflib
 import io
 from typing import Any
 
+import yaml as pyyaml
+
+from runbook.format.safeyaml import LimitError, check_events
+
 # (mapping, sequence, offset) indentations tried after the guessed one: the first that
 # writes the untouched document back line for line is the file's own.
 _INDENTS = ((2, 4, 2), (2, 2, 0), (4, 6, 4), (4, 4, 2), (4, 2, 0), (2, 3, 1), (3, 5, 3))
@@ -30,6 +34,12 @@ def load(text: str) -> tuple[Any, Any, int]:
     as they are: 0 for a file written in one consistent style). Raises RoundTripError."""
     from ruamel.yaml.error import YAMLError
 
+    try:  # the same bounds as every other reader, before ruamel builds anything
+        check_events(text)
+    except LimitError as exc:
+        raise RoundTripError(exc.line, exc.column, exc.message) from None
+    except pyyaml.YAMLError:
+        pass  # not YAML: ruamel says where, below
     mapping, offset = guess_indent(text)
     candidates = [(mapping, max(mapping, offset + 2), offset), *_INDENTS]
     try:

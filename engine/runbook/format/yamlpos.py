@@ -1,7 +1,8 @@
 """Parse YAML text into plain data plus the line:column of every value and key.
 
 Only `loader.py` (and the test-file loader) call this; they turn the positions
-into `file:line:col` in the problems they report.
+into `file:line:col` in the problems they report. The text is checked by
+`safeyaml.check_events` first: no alias, bounded depth and size.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 
 from runbook.format.problems import DocPath
+from runbook.format.safeyaml import check_events
 
 
 class DuplicateKeyError(Exception):
@@ -44,7 +46,8 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse(text: str) -> tuple[Any, Positions]:
-    """Parse one YAML document; raises yaml.YAMLError or DuplicateKeyError."""
+    """Parse one YAML document; raises yaml.YAMLError (LimitError among them) or DuplicateKeyError."""
+    check_events(text)
     # libyaml's parser when PyYAML has it (about 16x faster); same nodes, same marks.
     loader = _Loader(text)
     positions = Positions()

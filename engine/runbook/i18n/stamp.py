@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runbook.format import roundtrip
+from runbook.format import roundtrip, safeyaml
 from runbook.format.problems import DocPath, Problem, format_path
 from runbook.i18n.translations import (
     BOTH_CHANGED,
@@ -81,9 +81,11 @@ def _position(text: str, where: DocPath) -> tuple[int, int]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StampError(f"{path}:1:1: cannot read: {exc}") from None
+        return safeyaml.read_text(path)[0]
+    except OSError as exc:
+        raise StampError(f"{path}:1:1: cannot read: {exc.strerror or exc}") from None
+    except safeyaml.LimitError as exc:
+        raise StampError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
 
 
 def _load(path: Path, text: str) -> tuple[Any, Any, int]:

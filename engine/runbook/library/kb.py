@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from runbook.format import safeyaml
 from runbook.format.model import LANGS, Runbook
 from runbook.format.problems import Problem, did_you_mean
 from runbook.format.todo import MARKER
@@ -99,15 +100,22 @@ def _read(path: Path, slug: str, lang: str, problems: list[Problem]) -> Article 
     def problem(message: str, line: int = 1) -> None:
         problems.append(Problem(str(path), line, 1, (), message))
 
-    text = path.read_text("utf-8")
+    try:
+        text, _ = safeyaml.read_text(path, safeyaml.ARTICLE_MAX_BYTES)
+    except OSError as exc:
+        problem(f"cannot read file: {exc.strerror or exc}")
+        return None
+    except safeyaml.LimitError as exc:
+        problem(exc.message, exc.line)
+        return None
     problems.extend(todo_markers(str(path), text))
     found = _FRONT_MATTER.match(text)
     if not found:
         problem("no front matter (the file must start with a `---` block)")
         return None
     try:
-        meta = yaml.safe_load(found.group(1))
-    except yaml.YAMLError as exc:
+        meta = safeyaml.load(found.group(1))
+    except yaml.YAMLError as exc:  # LimitError among them: an alias bomb, deep nesting
         mark = getattr(exc, "problem_mark", None)
         problem(f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}",
                 (mark.line + 2) if mark else 1)
@@ -151,7 +159,7 @@ def front_matter_meta(block: str) -> dict[str, Any]:
     (reading the article reports why)."""
     found = _FRONT_MATTER.match(block)
     try:
-        meta = yaml.safe_load(found.group(1)) if found else None
+        meta = safeyaml.load(found.group(1)) if found else None
     except yaml.YAMLError:
         return {}
     return meta if isinstance(meta, dict) else {}
@@ -227,7 +235,7 @@ def _position(path: str, doc_path: tuple[str | int, ...]) -> tuple[int, int]:
     from runbook.format.yamlpos import parse
 
     try:
-        _, positions = parse(Path(path).read_text("utf-8"))
+        _, positions = parse(safeyaml.read_text(path)[0])
     except Exception:  # the loader already reported what is wrong with the file
         return (1, 1)
     return positions.of(doc_path)

@@ -51,11 +51,18 @@ class CheckTypeDoc:
 
 
 @dataclass(frozen=True)
+class LimitDoc:
+    what: Text
+    limit: str
+
+
+@dataclass(frozen=True)
 class Reference:
     fields: tuple[FieldDoc, ...]
     types: tuple[FieldDoc, ...]
     check_types: tuple[CheckTypeDoc, ...]
     example: str  # a complete runbook (YAML) assembled from the examples
+    limits: tuple[LimitDoc, ...] = ()
 
 
 def raw_schema() -> dict[str, Any]:
@@ -72,7 +79,36 @@ def reference() -> Reference:
     walker = _Walker(schema)
     checks = tuple(CheckTypeDoc(doc.name, Text(doc.summary["en"], doc.summary["zh"]))
                    for doc in describe_all())
-    return Reference(tuple(walker.fields()), tuple(walker.types()), checks, example_yaml(schema))
+    return Reference(tuple(walker.fields()), tuple(walker.types()), checks, example_yaml(schema),
+                     limits())
+
+
+def limits() -> tuple[LimitDoc, ...]:
+    """The bounds the loader enforces, read from the constants it enforces them with."""
+    from runbook.format import loader, safeyaml
+
+    rows = [
+        (Text("File size: a runbook, its test file, an inventory", "文件大小：runbook、其测试文件、清单"),
+         _bytes(safeyaml.RUNBOOK_MAX_BYTES)),
+        (Text("File size: one language of a knowledge-base article", "文件大小：知识库文章的一种语言"),
+         _bytes(safeyaml.ARTICLE_MAX_BYTES)),
+        (Text("File size: a recorded incident (`--record`)", "文件大小：录制的事故（`--record`）"),
+         _bytes(safeyaml.RECORDING_MAX_BYTES)),
+        (Text("Nesting depth of one document", "单个文档的嵌套深度"), str(safeyaml.MAX_DEPTH)),
+        (Text("Values in one document, aliases expanded", "单个文档中的值（别名展开后）"),
+         f"{safeyaml.MAX_NODES:,}"),
+    ]
+    names = {"steps": "步骤", "conclusions": "结论", "signatures": "日志特征", "parameters": "参数"}
+    for limit, what in loader.SIZE_LIMITS.values():
+        text = Text(f"{what.capitalize()} in one runbook", f"每个 runbook 的{names[what]}数")
+        rows.append((text, str(limit)))
+    rows.append((Text("Branches of one step", "每个步骤的分支数"), str(loader.MAX_BRANCHES)))
+    rows.append((Text("Fixes of one conclusion", "每个结论的修复数"), str(loader.MAX_FIXES)))
+    return tuple(LimitDoc(what, limit) for what, limit in rows)
+
+
+def _bytes(count: int) -> str:
+    return f"{count:,} bytes ({count >> 20} MiB)"
 
 
 def anchor_of(path: str) -> str:

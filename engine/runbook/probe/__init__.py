@@ -16,8 +16,10 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 PROBE_PROTOCOL = "runbook-probe/1"
@@ -36,15 +38,40 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         return answer
     timeout = float(request.get("timeout") or 10.0)
     ctx = CheckContext(deadline=start + timeout)
-    try:
-        result = load_check(name).run(dict(request.get("with") or {}), ctx)
-        result.setdefault("timed_out", False)
-        answer["result"] = result
-    except Exception as exc:  # a check bug on one node must not lose the others
-        answer["error"] = f"{type(exc).__name__}: {exc}"
-        answer["traceback"] = traceback.format_exc(limit=8)
+    params = dict(request.get("with") or {})
+    answer.update(_run_bounded(lambda: load_check(name).run(params, ctx), timeout))
     answer["duration_s"] = round(time.monotonic() - start, 4)
     return answer
+
+
+def _run_bounded(run: Callable[[], dict[str, Any]], timeout: float) -> dict[str, Any]:
+    """{"result": ...} or {"error", "traceback"}; a check still running at its timeout is a
+    finding, `timed_out`, even when it is stuck in a system call no signal interrupts (a read on
+    a dead NFS mount, a /proc entry of a process stuck in the kernel): it is left behind, in a
+    daemon thread, and the answer goes back on time."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result = run()
+            result.setdefault("timed_out", False)
+            box["result"] = result
+        except Exception as exc:  # a check bug on one node must not lose the others
+            box["error"] = f"{type(exc).__name__}: {exc}"
+            box["traceback"] = traceback.format_exc(limit=8)
+
+    thread = threading.Thread(target=target, name="check", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not thread.is_alive():
+        return box
+    from runbook.checks.base import ACTIVE_GROUPS, kill_process_group
+
+    for group in list(ACTIVE_GROUPS):  # the commands it started, if it was waiting on one
+        kill_process_group(group)
+    return {"result": {"timed_out": True,
+                       "reason": f"the check did not return within {timeout:g}s: a read or system call "
+                                 "hangs (a dead network mount, a stuck /proc entry or device)"}}
 
 
 def _stop_on_signal(signum: int, _frame: object) -> None:

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from runbook.format import safeyaml
 from runbook.transports import Node
 
 LOCAL_NAMES = {"localhost"}
@@ -66,9 +67,11 @@ def expand(spec: str) -> list[str]:
 def read_hostfile(path: Path) -> list[str]:
     """One host per line; `# comments`, blank lines and MPI/DeepSpeed `slots=N` are allowed."""
     try:
-        lines = path.read_text("utf-8").splitlines()
+        lines = safeyaml.read_text(path)[0].splitlines()
     except OSError as exc:
         raise NodeSpecError(f"--nodes @{path}: {exc.strerror or exc}") from None
+    except safeyaml.LimitError as exc:
+        raise NodeSpecError(f"{path}:{exc.line}: {exc.message}") from None
     hosts = []
     for number, line in enumerate(lines, 1):
         words = line.split("#", 1)[0].split()
@@ -103,19 +106,22 @@ def _node(name: str, vars_: dict[str, Any], executor: str | None) -> Node:
 def load_inventory(path: Path, group: str | None) -> dict[str, dict[str, Any]]:
     """host -> vars, from our YAML inventory or an Ansible INI/YAML one."""
     try:
-        text = path.read_text("utf-8")
+        text = safeyaml.read_text(path)[0]
     except OSError as exc:
         raise NodeSpecError(f"--inventory {path}: {exc.strerror or exc}") from None
+    except safeyaml.LimitError as exc:
+        raise NodeSpecError(f"{path}:{exc.line}: {exc.message}") from None
     if path.suffix in (".ini", ".cfg", "") and not text.lstrip().startswith(("hosts:", "all:", "{")):
         return _ansible_ini(path, text, group)
     import yaml
 
     try:
-        data = yaml.safe_load(text) or {}
+        data = safeyaml.load(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise NodeSpecError(f"{path}{where}: YAML syntax error") from None
+        why = exc.message if isinstance(exc, safeyaml.LimitError) else "YAML syntax error"
+        raise NodeSpecError(f"{path}{where}: {why}") from None
     if not isinstance(data, dict):
         raise NodeSpecError(f"{path}: an inventory is a mapping (hosts:, groups: or all:)")
     if "all" in data:

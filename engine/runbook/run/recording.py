@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from runbook import __version__
+from runbook.format import safeyaml
 from runbook.format.model import Runbook
 from runbook.run.redact import Redactor
 from runbook.run.walk import NodeOutcome
@@ -207,10 +208,14 @@ def load_recording(path: Path) -> Recording:
     """Read and check a recording; RecordingError says where it is wrong and what to do."""
     file = recording_file(path)
     try:
-        doc = json.loads(file.read_text("utf-8"))
+        doc = json.loads(safeyaml.read_text(file, safeyaml.RECORDING_MAX_BYTES)[0])
     except FileNotFoundError:
         raise RecordingError(f"{file}: no recording here (make one with "
                              "`runbook run ID --record DIR`)") from None
+    except safeyaml.LimitError as exc:
+        raise RecordingError(f"{file}:{exc.line}: {exc.message}") from None
+    except RecursionError:
+        raise RecordingError(f"{file}: nested too deeply to be a recording") from None
     except (OSError, ValueError) as exc:
         raise RecordingError(f"{file}: cannot read the recording: {exc}") from None
     problem = _problem(doc)

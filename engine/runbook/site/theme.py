@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from runbook.format import safeyaml
 from runbook.format.model import LANGS
 from runbook.library.shipped import shipped_dir
 
@@ -53,7 +54,7 @@ class Theme:
         """UI strings per language: strings[lang][key]."""
         path = self.root / "strings.yaml"
         try:
-            raw: dict[str, Any] = yaml.safe_load(path.read_text("utf-8")) or {}
+            raw: dict[str, Any] = safeyaml.load(path.read_text("utf-8")) or {}
         except yaml.YAMLError as exc:
             raise ThemeError(f"{path}: not valid YAML: {exc}") from exc
         out: dict[str, dict[str, str]] = {lang: {} for lang in LANGS}

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from runbook.format import safeyaml
 from runbook.library.runbooks import TEST_SUFFIX, Library
 from runbook.run.recording import FILE as RECORDING_FILE
 from runbook.run.recording import Recording, RecordingError, load_recording, recording_file
@@ -87,8 +88,8 @@ def tests_file_for(runbook_path: str) -> Path:
 def run_test_file(path: Path, library: Library) -> tuple[str | None, list[CaseResult]]:
     """Run every case of one test file; returns (runbook id, results)."""
     try:
-        doc = yaml.safe_load(path.read_text("utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        doc = safeyaml.load(safeyaml.read_text(path)[0]) or {}
+    except (OSError, yaml.YAMLError) as exc:  # LimitError among them
         return None, [CaseResult(str(path), "(file)", [f"cannot read test file: {exc}"])]
     rid = doc.get("runbook")
     loaded = library.by_id.get(rid) if isinstance(rid, str) else None

@@ -2,20 +2,63 @@
 
 Gzip is recognised by its magic bytes, not by the file name. Bytes that are not
 UTF-8 are replaced, never fatal. Memory stays constant: a line longer than
-MAX_LINE characters is cut there and the rest of it is skipped.
+MAX_LINE characters is cut there and the rest of it is skipped. `LogShape` says what
+was read, so an empty or binary file gets its own answer rather than "no match".
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_LINE = 65536  # characters kept of one line
+SAMPLED = 1 << 20  # characters looked at to tell text from binary
+BINARY_SHARE = 0.3  # unreadable characters (undecodable bytes, control characters) in the sample
+_UNREADABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\ufffd]")  # not tab, newline, ESC
+
+
+@dataclass
+class LogShape:
+    """What a log turned out to be, counted while it is read."""
+
+    lines: int = 0
+    cut_lines: int = 0  # lines longer than MAX_LINE, cut there
+    sampled: int = 0
+    unreadable: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return self.lines == 0
+
+    @property
+    def binary(self) -> bool:
+        return self.sampled > 0 and self.unreadable / self.sampled > BINARY_SHARE
+
+    def notes(self) -> list[str]:
+        """One line each for a person: why the log may give no match."""
+        notes = []
+        if self.empty:
+            notes.append("the log is empty")
+        elif self.binary:
+            share = round(100 * self.unreadable / self.sampled)
+            notes.append(f"the file looks binary, not a text log ({share}% of its first "
+                         f"{self.sampled:,} characters are not text)")
+        if self.cut_lines:
+            notes.append(f"{self.cut_lines:,} line(s) longer than {MAX_LINE:,} characters were cut there")
+        return notes
+
+    def see(self, line: str) -> None:
+        self.lines += 1
+        if self.sampled < SAMPLED:
+            self.sampled += len(line) + 1
+            self.unreadable += len(_UNREADABLE.findall(line))
 
 
 class LogSourceError(OSError):
@@ -23,20 +66,20 @@ class LogSourceError(OSError):
 
 
 @contextmanager
-def open_log(source: str) -> Iterator[Iterator[str]]:
+def open_log(source: str, shape: LogShape | None = None) -> Iterator[Iterator[str]]:
     """Lines (without their line ending) of the file `source`, or of stdin when it is `-`."""
     try:
         raw: BinaryIO = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     except OSError as exc:
         raise LogSourceError(f"cannot read {source}: {exc.strerror or exc}") from None
     try:
-        yield read_lines(raw)
+        yield read_lines(raw, shape)
     finally:
         if source != "-":
             raw.close()
 
 
-def read_lines(raw: BinaryIO) -> Iterator[str]:
+def read_lines(raw: BinaryIO, shape: LogShape | None = None) -> Iterator[str]:
     """Decode a binary stream (gunzipped when it starts with the gzip magic) into lines."""
     buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type,type-var]
     stream: BinaryIO = buffered
@@ -44,23 +87,24 @@ def read_lines(raw: BinaryIO) -> Iterator[str]:
         stream = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
     try:
-        yield from _lines(text)
+        yield from _lines(text, shape or LogShape())
     except (OSError, EOFError) as exc:  # a truncated or corrupt gzip member
         raise LogSourceError(f"the log stops being readable: {exc}") from None
     finally:
         text.detach()
 
 
-def _lines(text: io.TextIOWrapper) -> Iterator[str]:
+def _lines(text: io.TextIOWrapper, shape: LogShape) -> Iterator[str]:
     while True:
         line = text.readline(MAX_LINE)
         if not line:
             return
         if line.endswith("\n"):
-            yield line[:-1]
-            continue
-        if len(line) >= MAX_LINE:  # skip the rest of an overlong line
+            line = line[:-1]
+        elif len(line) >= MAX_LINE:  # skip the rest of an overlong line
+            shape.cut_lines += 1
             rest = line
             while rest and not rest.endswith("\n"):
                 rest = text.readline(MAX_LINE)
-        yield line.rstrip("\n")
+        shape.see(line)
+        yield line
