@@ -39,7 +39,7 @@ def test_the_alias_bomb_is_refused_at_the_alias_that_expands_it() -> None:
     message = only_problem(billion_laughs())
     assert message == ("h.yaml:9:10: (document): more than 100,000 values in one document "
                        "once its aliases are expanded")
-    assert time.monotonic() - started < 1.0  # measured ~10 ms; a wide margin on a loaded machine
+    assert time.monotonic() - started < 10  # a hang detector, not a benchmark (it takes ~10 ms)
 
 
 def test_aliases_within_the_budget_still_share_a_value() -> None:
@@ -54,7 +54,7 @@ def test_deep_nesting_is_refused_where_it_goes_too_deep() -> None:
         f"h.yaml:4:{3 + safeyaml.MAX_DEPTH}: (document): nested deeper than {safeyaml.MAX_DEPTH} levels")
     started = time.monotonic()  # libyaml's own scanner stops far deeper flow nesting first
     assert "nesting depth" in only_problem(HEAD + "x: " + "[" * 100_000 + "]" * 100_000 + "\n")
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # a hang detector, not a benchmark
     block = HEAD + "".join("  " * i + f"k{i}:\n" for i in range(100)) + "  " * 100 + "v: 1\n"
     assert "nested deeper than 64 levels" in only_problem(block)
 
