@@ -44,6 +44,8 @@ From Python::
         cl.ssh("node02", "ps -e -o pid=,args=").stdout
         info = cl.start_scenario("node02", "loader_accumulating", str(tmp_path / "job"), speed=4)
         cl.kill_sshd("node02")                            # node02 dies with all its processes
+        cl.fill_disk("node03")                            # node03's home is full (ENOSPC)
+        cl.add_alias("slow03", "node03", "127.0.0.1", 40022)  # node03 behind a proxy there
 
 From pytest: ``tests/cluster_fixture.py`` has the fixtures ``make_cluster`` (a factory,
 ``make_cluster(n, **kwargs)``, cleaned up at teardown), ``cluster`` (3 hosts) and
@@ -700,6 +702,41 @@ class Cluster:
         """`python3 -m scenarios stop --dir WORKDIR` on a host; returns the ssh result."""
         return self.ssh(host_name, self._in_repo(["python3", "-m", "scenarios", "stop", "--dir",
                                                   str(workdir)]), timeout=timeout)
+
+    def fill_disk(self, host_name: str, path: str | Path | None = None, size: str = "256k") -> Path:
+        """Make a host's disk full at `path` (default: root's home there) and return the path.
+
+        A tmpfs of `size` is mounted over `path` inside the host's own mount namespace (this
+        machine and the other hosts still see the directory as it was) and filled with zeros,
+        so any write there fails with ENOSPC, as on a node whose disk is full. It goes away
+        with the host.
+        """
+        host = self.host(host_name)
+        target = Path(path) if path is not None else host.home
+        script = (f"mount -t tmpfs -o size={shlex.quote(size)},mode=0755 runbook-full-disk "
+                  f"{shlex.quote(str(target))} && "
+                  f"dd if=/dev/zero of={shlex.quote(str(target / 'filler'))} bs=4096 2>/dev/null; "
+                  f"touch {shlex.quote(str(target / 'probe'))} 2>/dev/null; "
+                  f"echo x > {shlex.quote(str(target / 'probe'))} 2>/dev/null && exit 3; exit 0")
+        res = self.run_in(host_name, ["/bin/sh", "-c", script], env={"PATH": SYSTEM_PATH})
+        if res.returncode != 0:
+            raise ClusterError(f"{host_name}: could not fill {target} (rc={res.returncode}): "
+                               f"{res.stderr.strip() or 'a write still succeeded'}")
+        return target
+
+    def add_alias(self, alias: str, host_name: str, address: str, port: int) -> None:
+        """Let clients reach a host as `alias` at address:port (a proxy in front of its sshd):
+        a `Host alias` block in the ssh config and the host's real key for [address]:port in
+        known_hosts."""
+        host = self.host(host_name)
+        key = " ".join((host.base / "ssh_host_ed25519_key.pub").read_text().split()[:2])
+        with self.ssh_config.open("a") as config:
+            config.write(f"\nHost {alias}\n    HostName {address}\n    Port {port}\n    User root\n"
+                         f"    IdentityFile {self.identity}\n    IdentitiesOnly yes\n"
+                         f"    UserKnownHostsFile {self.known_hosts}\n"
+                         "    GlobalKnownHostsFile /dev/null\n    StrictHostKeyChecking yes\n")
+        with self.known_hosts.open("a") as known:
+            known.write(f"[{address}]:{port},[{alias}]:{port} {key}\n")
 
     @staticmethod
     def _in_repo(cmd: list[str]) -> str:

@@ -23,6 +23,9 @@ Fixtures:
                   port= is given, a free port, so parallel test runs do not collide.
     cluster       3 plain hosts (node01..node03), function scope.
     cluster8      8 hosts, module scope; node07 has no python3.
+    delay_proxy   factory delay_proxy(address, port, delay_s) -> DelayProxy: a TCP proxy on
+                  127.0.0.1 that waits delay_s before forwarding each connection (a slow link
+                  or a slow sshd); stopped at teardown. Pair it with Cluster.add_alias.
 
 Every fixture skips the test, with the reason shown in the skip and as a warning, when the
 machine cannot run one (no /usr/sbin/sshd, no util-linux tools, or not root).
@@ -30,8 +33,12 @@ machine cannot run one (no /usr/sbin/sshd, no util-linux tools, or not root).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -115,3 +122,78 @@ def cluster(make_cluster: MakeCluster) -> Cluster:
 def cluster8(_module_cluster_factory: MakeCluster) -> Cluster:
     """Eight hosts, node01..node08, shared by a test module; node07 has no python3."""
     return _module_cluster_factory(8, python_missing={"node07"})
+
+
+class DelayProxy:
+    """A TCP proxy on 127.0.0.1: each connection is held `delay_s` seconds, then forwarded to
+    `target` both ways. Its threads are daemons and every blocking call has a timeout, so
+    stop() returns within about a second."""
+
+    def __init__(self, target: tuple[str, int], delay_s: float) -> None:
+        self.target, self.delay_s = target, delay_s
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)
+        self.address, self.port = self._listener.getsockname()[:2]
+        self.accepted = 0
+        threading.Thread(target=self._accept, name="delay-proxy", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # the 0.2 s timeout, or the listener closed by stop()
+                continue
+            self.accepted += 1
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with client:
+            if self._stop.wait(self.delay_s):
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                return
+            with upstream:
+                pump = threading.Thread(target=self._pump, args=(upstream, client), daemon=True)
+                pump.start()
+                self._pump(client, upstream)
+                pump.join(timeout=1)
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        source.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                data = source.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            try:
+                sink.sendall(data)
+            except OSError:
+                break
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._listener.close()
+        time.sleep(0.3)  # the pumps see the stop within their 0.2 s timeout
+
+
+@pytest.fixture
+def delay_proxy() -> Iterator[Callable[[str, int, float], DelayProxy]]:
+    """delay_proxy(address, port, delay_s) -> a started DelayProxy, stopped at teardown."""
+    made: list[DelayProxy] = []
+
+    def start(address: str, port: int, delay_s: float) -> DelayProxy:
+        made.append(DelayProxy((address, port), delay_s))
+        return made[-1]
+
+    yield start
+    for proxy in made:
+        proxy.stop()

@@ -27,7 +27,7 @@ start: wait
 steps:
   wait:
     title: {en: Wait, zh: 等待}
-    check: {type: command, with: {run: "sleep 30"}, timeout: 40s}
+    check: {type: command, with: {run: "touch MARKER; sleep 30"}, timeout: 40s}
     default: done
 conclusions:
   done: {severity: ok, taxonomy: [], title: {en: Done, zh: 完成}, explanation: {en: D, zh: 完}}
@@ -133,15 +133,20 @@ def test_watch_records_its_last_round(tmp_path: Path, fix_demo: Path) -> None:
 
 
 def test_an_interrupted_run_still_writes_what_it_found(tmp_path: Path) -> None:
-    (tmp_path / "slow.yaml").write_text(HANG)
+    marker = tmp_path / "running"
+    (tmp_path / "slow.yaml").write_text(HANG.replace("MARKER", str(marker)))
     folder = tmp_path / "incident"
     env = {**os.environ, "RUNBOOK_PATH": str(tmp_path), "RUNBOOK_LANG": "en"}
     proc = subprocess.Popen([sys.executable, "-m", "runbook", "run", "slow", "--record", str(folder)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(3)  # the check is running
+    deadline = time.monotonic() + 60
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the check's command runs
+    assert marker.exists(), proc.communicate(timeout=30) if proc.poll() is not None else "not started"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert "interrupted" in err
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert "INCOMPLETE: interrupted (Ctrl-C)" in out
     node = incident(folder)["nodes"][0]
     assert (node["status"], node["reason"], node["results"]) == ("timeout", "step wait: interrupted", {})
     replayed = cli("test", "--replay", str(folder), runbook_path=tmp_path)

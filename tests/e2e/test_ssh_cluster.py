@@ -150,11 +150,15 @@ def test_ctrl_c_leaves_no_probe_behind(make_cluster, tmp_path: Path) -> None:
     for host in ("node01", "node02"):
         _wait_for(lambda h=host: any("nvidia-smi" in p for p in cl.processes(h)), timeout=20)
     proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
     out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - sent < 10, err
     assert "interrupted" in err
-    report = json.loads(out)  # the partial report is still written
+    report = json.loads(out)  # the partial report is still written, and says it is partial
+    assert (report["summary"]["incomplete"], report["summary"]["reason"]) == (True, "interrupted (Ctrl-C)")
     assert by_node(report)["node03"]["conclusion"]["id"] == "healthy"
     assert by_node(report)["node01"]["status"] == "timeout"
+    assert by_node(report)["node01"]["reason"].endswith(": interrupted")
     for host in cl.names():
         _wait_for(lambda h=host: not _probe_leftovers(cl, h), timeout=5,
                   what=lambda h=host: f"{h} still runs {_probe_leftovers(cl, h)}")

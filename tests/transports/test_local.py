@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -91,3 +92,31 @@ def _run_with_short_transport_timeout(transport: LocalTransport, marker: Path):
         return transport.run_check(Node("localhost"), request, 60)
     finally:
         local.KILL_GRACE_S = original
+
+
+def test_close_stops_running_probes_and_their_commands_at_once(tmp_path: Path) -> None:
+    transport = LocalTransport()
+    answers: list = []
+    markers = [tmp_path / f"cmd{i}.pid" for i in range(2)]
+    threads = [threading.Thread(target=lambda m=m: answers.append(transport.run_check(
+        Node("localhost"), {"check": "command", "with": {"run": f"echo $$ > {m}; exec sleep 60"}}, 60)))
+        for m in markers]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while not all(m.exists() and m.read_text().strip() for m in markers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    began = time.monotonic()
+    transport.close()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert time.monotonic() - began < 3, "close() waited for the checks"
+    assert [a.error for a in answers] == ["interrupted: the run is stopping"] * 2
+    for marker in markers:
+        pid = int(marker.read_text())
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{pid}").exists() and not _is_zombie(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{pid}").exists() or _is_zombie(pid), f"sleep {pid} was left behind"
+    late = transport.run_check(Node("localhost"), {"check": "system", "with": {}}, 5)
+    assert (late.status, late.error) == ("error", "interrupted: the run is stopping")

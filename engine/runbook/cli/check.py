@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 REPORT_SCHEMA = "runbook-check/v1"
@@ -31,20 +31,48 @@ def run(args: argparse.Namespace) -> int:
         print(f"runbook check: {exc}", file=sys.stderr)
         return 2
     timeout = args.timeout or float(module.DEFAULT_TIMEOUT)
-    transport = transports_from_args(args)
     request = {"check": args.type, "with": params, "step": f"check:{args.type}"}
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(args.forks, len(nodes)))) as pool:
-            answers = list(pool.map(lambda n: _ask(transport, n, request, timeout), nodes))
-    finally:
-        transport.close()
-    report = {"schema": REPORT_SCHEMA, "check": args.type, "with": params, "nodes": answers}
+    answers, interrupted = _ask_all(transports_from_args(args), nodes, request, timeout, args.forks)
+    report: dict[str, Any] = {"schema": REPORT_SCHEMA, "check": args.type, "with": params,
+                              "nodes": answers}
+    if interrupted:
+        report.update(incomplete=True, reason=_interrupt_reason())
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
     else:
         sys.stdout.write(render(report))
+    if interrupted:
+        print(f"runbook check: {report['reason']}: the report is incomplete", file=sys.stderr)
+        return 130
     failed = any(a["status"] != "ok" or (a["result"] or {}).get("timed_out") for a in answers)
     return 3 if failed else 0
+
+
+def _ask_all(transport: Any, nodes: list[Any], request: dict[str, Any], timeout: float,
+             forks: int) -> tuple[list[dict[str, Any]], bool]:
+    """Every node's answer, in node order, and whether Ctrl-C stopped the asking. The nodes
+    that had not answered by then are `timeout` with the reason `interrupted`."""
+    pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(nodes))))
+    answers: dict[str, dict[str, Any]] = {}
+    interrupted = False
+    try:
+        futures = {pool.submit(_ask, transport, n, request, timeout): n for n in nodes}
+        for future in as_completed(futures):
+            answers[futures[future].name] = future.result()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        transport.close()  # on Ctrl-C: stops the probes still running on the nodes
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
+    return [answers.get(n.name) or {"node": n.name, "status": "timeout", "result": None,
+                                    "error": "interrupted", "duration_s": 0.0}
+            for n in nodes], interrupted
+
+
+def _interrupt_reason() -> str:
+    from runbook.cli import interrupt_reason
+
+    return interrupt_reason()
 
 
 def _ask(transport: Any, node: Any, request: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -92,4 +120,7 @@ def render(report: dict[str, Any]) -> str:
                 else json.dumps(value, ensure_ascii=False, default=str)
             text = str(shown)
             out.append(f"  {key}: {text if len(text) <= 200 else text[:197] + '...'}")
+    if report.get("incomplete"):
+        waiting = sum(a["error"] == "interrupted" for a in report["nodes"])
+        out.append(f"INCOMPLETE: {report['reason']}; {waiting} node(s) had not answered")
     return "\n".join(out) + "\n"

@@ -57,17 +57,19 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     outcomes, interrupted = collect(nodes, transports_from_args(args), request.params, args)
+    incomplete = _interrupt_reason() if interrupted else None
     entries, members = assemble(nodes, outcomes, request)
     meta = {"collected_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "duration_s": round(time.monotonic() - clock, 3), "params": request.params,
             "timeout_s": args.timeout, "report": "report.json" if request.report is not None else None}
-    members.update(index_members(entries, meta, request))
+    members.update(index_members(entries, meta, request, incomplete))
     from runbook.collect.archive import write_archive
 
     size = write_archive(request.output, members)
     sys.stdout.write(summary(entries, request.output, size, len(members), time.monotonic() - clock))
-    if interrupted:
-        print("runbook collect: interrupted; the bundle holds what was collected", file=sys.stderr)
+    if incomplete:
+        print(f"runbook collect: {incomplete}; the bundle holds what was collected and says it is "
+              "incomplete", file=sys.stderr)
         return 130
     return 3 if any(s.status in FAILURES for e in entries for s in e.sections) else 0
 
@@ -172,8 +174,14 @@ def collect(nodes: list[Node], transport: Any, params: dict[str, Any],
     transport.close()  # stops the probes still running on nodes
     for found in snapshot.values():
         _fill(found, FAILED if interrupted else TIMEOUT,
-              "interrupted (Ctrl-C)" if interrupted else "not finished within the whole-run --timeout")
+              _interrupt_reason() if interrupted else "not finished within the whole-run --timeout")
     return snapshot, interrupted
+
+
+def _interrupt_reason() -> str:
+    from runbook.cli import interrupt_reason
+
+    return interrupt_reason()
 
 
 def in_parallel(nodes: list[Node], work: Callable[[Node], None], forks: int,
@@ -247,8 +255,10 @@ def _node_entry(name: str, sections: list[SectionEntry]) -> NodeEntry:
     return NodeEntry(name, "partial" if failed else "complete", lost[0].reason if lost else None, sections)
 
 
-def index_members(entries: list[NodeEntry], meta: dict[str, Any], request: Request) -> dict[str, bytes]:
-    """INDEX.md, index.json and report.json (when given), redacted like every other file."""
+def index_members(entries: list[NodeEntry], meta: dict[str, Any], request: Request,
+                  incomplete: str | None = None) -> dict[str, bytes]:
+    """INDEX.md, index.json and report.json (when given), redacted like every other file;
+    `incomplete` is why the collection stopped early (Ctrl-C), said at the top of both."""
     from runbook import __version__
     from runbook.collect.archive import index_json, index_markdown, json_bytes
 
@@ -264,8 +274,8 @@ def index_members(entries: list[NodeEntry], meta: dict[str, Any], request: Reque
     ]
     if request.report is not None:
         header += ["", "`report.json`: the `runbook run` report given with --report."]
-    members = {"INDEX.md": redactor.text(index_markdown(entries, header)).encode("utf-8"),
-               "index.json": json_bytes(redactor.data(index_json(entries, meta)))}
+    members = {"INDEX.md": redactor.text(index_markdown(entries, header, incomplete)).encode("utf-8"),
+               "index.json": json_bytes(redactor.data(index_json(entries, meta, incomplete)))}
     if request.report is not None:
         members["report.json"] = json_bytes(redactor.data(request.report))
     return members

@@ -35,6 +35,7 @@ class Walked:
     outcomes: Any
     fix_results: dict[Any, Any]
     refused: bool
+    interrupted: bool = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,10 +55,21 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     walked = _walk(args, plan, reporter, started)
+    incomplete = _interrupt_reason() if walked.interrupted else None
     report = build_report(plan.runbook, walked.outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                          time.monotonic() - clock, args.lang, plan.params, walked.fix_results)
+                          time.monotonic() - clock, args.lang, plan.params, walked.fix_results,
+                          incomplete=incomplete)
     _emit(reporter.render(report), args.output)
+    if walked.interrupted:
+        print(f"runbook: {incomplete}: the report is incomplete", file=sys.stderr)
+        return 130
     return 2 if walked.refused else int(report["summary"]["exit_code"])
+
+
+def _interrupt_reason() -> str:
+    from runbook.cli import interrupt_reason
+
+    return interrupt_reason()
 
 
 def _plan(args: argparse.Namespace) -> Plan:
@@ -108,16 +120,20 @@ def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime
 
     try:
         walk, outcomes, interrupted = _walk_once_or_watch(args, make_walk)
+        # What was recorded until now: the answers of the checks that close() cuts short are not.
+        answers = {node: list(got) for node, got in list(recorder.answers.items())} if recorder else {}
         if interrupted:
-            # The probes still running on nodes are stopped; report what was found so far.
+            # Stop the probes still running on nodes first; then report what was found so far.
             print("runbook: interrupted; stopping remote checks", file=sys.stderr)
-        if plan.record_dir is not None and recorder is not None:
-            _write_recording(plan.record_dir, plan.runbook, outcomes, recorder, plan.params, started)
+            transport.close()
+        if plan.record_dir is not None:
+            _write_recording(plan.record_dir, plan.runbook, outcomes, answers, plan.params, started)
         # An interrupted run never acts: its diagnosis is incomplete.
-        fix_results, refused = act_on_fixes(args, walk, plan.library, transport, dry_run=interrupted)
+        fix_results, refused, stopped = act_on_fixes(args, walk, plan.library, transport,
+                                                     dry_run=interrupted)
     finally:
         transport.close()
-    return Walked(walk, outcomes, fix_results, refused)
+    return Walked(walk, outcomes, fix_results, refused, interrupted or stopped)
 
 
 def _walk_once_or_watch(args: argparse.Namespace, make_walk: Callable[[], Any]) -> tuple[Any, Any, bool]:
@@ -147,11 +163,11 @@ def _recorder(transport: Any) -> Any:
     return RecordingTransport(transport)
 
 
-def _write_recording(directory: Path, runbook: Any, outcomes: Any, recorder: Any,
+def _write_recording(directory: Path, runbook: Any, outcomes: Any, answers: dict[str, Any],
                      params: dict[str, Any], started: datetime) -> None:
     from runbook.run.recording import build_recording, write_recording
 
-    doc = build_recording(runbook, outcomes, recorder.answers, params,
+    doc = build_recording(runbook, outcomes, answers, params,
                           started.strftime("%Y-%m-%dT%H:%M:%SZ"))
     path = write_recording(directory, doc)
     print(f"runbook: recording written to {path} (replay: runbook test --replay {directory})",
@@ -159,9 +175,9 @@ def _write_recording(directory: Path, runbook: Any, outcomes: Any, recorder: Any
 
 
 def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: Any,
-                 dry_run: bool = False) -> tuple[dict[Any, Any], bool]:
-    """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix)
-    and whether the run refused to act (the blast-radius cap)."""
+                 dry_run: bool = False) -> tuple[dict[Any, Any], bool, bool]:
+    """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix),
+    whether the run refused to act (the blast-radius cap) and whether Ctrl-C stopped it."""
     from runbook.run import fixes
 
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
@@ -170,27 +186,36 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
                              audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log())
     planned = fixes.plan(walk.outcomes, policy, args.lang)
     if not policy.apply:
-        return fixes.node_results(planned), False
+        return fixes.node_results(planned), False, False
     try:
         fixes.check_blast_radius(planned, policy)
     except fixes.FixRefused as exc:
         print(f"runbook: {exc}", file=sys.stderr)
         _mark_pending(planned, "refused", str(exc))
-        return fixes.node_results(planned), True
+        return fixes.node_results(planned), True, False
     pending = fixes.confirmation_text(planned)
     if not pending:
         print("runbook: no fix to run (none with a command, or all held back)", file=sys.stderr)
-        return fixes.node_results(planned), False
+        return fixes.node_results(planned), False, False
     if interactive and not args.yes:
         print(f"runbook: about to run these fixes:\n{pending}", file=sys.stderr)
         # The question goes to the terminal (stderr), never into the report on stdout.
         print("Run them? [y/N] ", end="", file=sys.stderr, flush=True)
-        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        try:
+            answer = sys.stdin.readline()
+        except KeyboardInterrupt:
+            _mark_pending(planned, "refused", "not confirmed (interrupted)")
+            return fixes.node_results(planned), False, True
+        if answer.strip().lower() not in ("y", "yes"):
             _mark_pending(planned, "refused", "not confirmed")
-            return fixes.node_results(planned), False
-    fixes.execute(planned, transport, library, policy, forks=args.forks)
+            return fixes.node_results(planned), False, False
+    try:
+        fixes.execute(planned, transport, library, policy, forks=args.forks)
+    except KeyboardInterrupt:  # the fixes not yet run never will; the report says which ran
+        _mark_pending(planned, "skipped", "interrupted before it finished")
+        return fixes.node_results(planned), False, True
     print(f"runbook: executed fixes are recorded in {policy.audit_log}", file=sys.stderr)
-    return fixes.node_results(planned), False
+    return fixes.node_results(planned), False, False
 
 
 def _mark_pending(planned: list[Any], status: str, reason: str) -> None:

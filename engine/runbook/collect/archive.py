@@ -97,9 +97,11 @@ def write_archive(path: Path, members: Mapping[str, bytes]) -> int:
 # -- the index -------------------------------------------------------------------------------
 
 
-def index_json(nodes: list[NodeEntry], meta: dict[str, Any]) -> dict[str, Any]:
-    """index.json: `meta` (collected_at, params...) and every node's sections."""
+def index_json(nodes: list[NodeEntry], meta: dict[str, Any], incomplete: str | None = None) -> dict[str, Any]:
+    """index.json: `meta` (collected_at, params...) and every node's sections. A collection
+    stopped early (`incomplete`: why) says so in its summary: `incomplete` and `reason`."""
     failures = [s for n in nodes for s in n.sections if s.status in FAILURES]
+    stopped = {"incomplete": True, "reason": incomplete} if incomplete else {}
     return {
         "schema": INDEX_SCHEMA,
         **meta,
@@ -110,6 +112,7 @@ def index_json(nodes: list[NodeEntry], meta: dict[str, Any]) -> dict[str, Any]:
             "sections_collected": sum(s.status == COLLECTED for n in nodes for s in n.sections),
             "sections_not_collected": len(failures),
             "exit_code": 3 if failures else 0,
+            **stopped,
         },
     }
 
@@ -122,9 +125,13 @@ def _node_json(node: NodeEntry) -> dict[str, Any]:
                           "duration_s": round(s.duration_s, 3)} for s in node.sections]}
 
 
-def index_markdown(nodes: list[NodeEntry], header: list[str]) -> str:
+def index_markdown(nodes: list[NodeEntry], header: list[str], incomplete: str | None = None) -> str:
     """INDEX.md: a table per node (no times, so the same collection reads the same)."""
-    lines = ["# Diagnosis bundle", "", *header, ""]
+    lines = ["# Diagnosis bundle", ""]
+    if incomplete:
+        lines += [f"**INCOMPLETE: {incomplete}.** The collection was stopped before it finished: "
+                  "the sections not collected by then say so.", ""]
+    lines += [*header, ""]
     for node in nodes:
         collected = sum(s.status == COLLECTED for s in node.sections)
         state = f"unreachable: {node.reason}" if node.status == UNREACHABLE else \

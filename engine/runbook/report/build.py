@@ -57,7 +57,9 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
 
 def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
                  duration_s: float, lang: str, params: dict[str, Any],
-                 fix_results: FixResults | None = None) -> dict[str, Any]:
+                 fix_results: FixResults | None = None, incomplete: str | None = None) -> dict[str, Any]:
+    """The report; `incomplete` is why the run stopped early (e.g. "interrupted (Ctrl-C)"):
+    `summary.incomplete` is then true and `summary.reason` says why."""
     nodes = [node_entry(o, lang, fix_results) for o in outcomes]
     by_conclusion: dict[str, list[str]] = defaultdict(list)
     by_status: dict[str, list[str]] = defaultdict(list)
@@ -75,5 +77,6 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
         "params": params,
         "nodes": nodes,
         "summary": {"exit_code": exit_code(nodes), "by_conclusion": dict(by_conclusion),
-                    "by_status": dict(by_status)},
+                    "by_status": dict(by_status), "incomplete": incomplete is not None,
+                    **({"reason": incomplete} if incomplete else {})},
     }

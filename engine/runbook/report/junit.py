@@ -23,8 +23,10 @@ class JunitReporter(SilentReporter):
                            tests=str(len(nodes)), failures=str(len(failures)), errors=str(len(errors)),
                            time=f"{report['duration_s']:.3f}", timestamp=report["started_at"])
         properties = ET.SubElement(suite, "properties")
-        for name, value in (("digest", rb["digest"]), *((f"param.{k}", v) for k, v in
-                                                          sorted(report["params"].items()))):
+        summary = report["summary"]
+        incomplete = [("incomplete", summary["reason"])] if summary.get("incomplete") else []
+        for name, value in (("digest", rb["digest"]), *incomplete, *((f"param.{k}", v) for k, v in
+                                                                     sorted(report["params"].items()))):
             ET.SubElement(properties, "property", name=name, value=str(value))
         for n in nodes:
             seconds = sum(e["duration_s"] for e in n["evidence"])

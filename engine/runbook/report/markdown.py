@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runbook.report.silent import SilentReporter
-from runbook.report.text import UI, _groups, _value, compress
+from runbook.report.text import UI, _groups, _value, compress, exit_line, incomplete_line
 
 SEVERITY = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "critical": "🛑"}
 SEVERITY_WORD = {"en": "severity", "zh": "严重程度"}
@@ -26,6 +26,8 @@ class MarkdownReporter(SilentReporter):
                  f"`runbook {rb['id']}` {rb['version']} · {len(report['nodes'])} "
                  f"{self.ui['nodes'] if self.lang == 'zh' else 'node(s)'} · {report['started_at']} · "
                  f"{report['duration_s']:.2f}s", ""]
+        if report["summary"].get("incomplete"):
+            lines += [f"**{_inline(incomplete_line(self.ui, report))}**", ""]
         for group in _groups(report["nodes"]):
             lines.extend(self._group(group))
         lines.extend(self._summary(report))
@@ -73,8 +75,7 @@ class MarkdownReporter(SilentReporter):
             c = n.get("conclusion")
             what = c["id"] if c else self.ui["status"].get(n["status"], n["status"])
             out.append(f"| `{n['node']}` | {what} | {c['severity'] if c else n['status']} |")
-        code = report["summary"]["exit_code"]
-        return [*out, "", f"exit {code}: {self.ui['exit'][code]}"]
+        return [*out, "", exit_line(self.ui, report)]
 
 
 def _inline(text: str) -> str:

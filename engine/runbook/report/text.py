@@ -18,6 +18,8 @@ UI = {
                  "diagnosed"},
         "status": {"concluded": "concluded", "unreachable": "unreachable", "timeout": "timed out",
                    "error": "error"},
+        "incomplete": "INCOMPLETE: {reason}; the nodes still being checked are marked timed out",
+        "so_far": "so far", "interrupted": "interrupted",
     },
     "zh": {
         "node": "节点", "nodes": "个节点", "path": "诊断路径", "conclusion": "结论",
@@ -26,6 +28,8 @@ UI = {
         "exit": {0: "未发现问题", 1: "发现问题", 3: "部分节点无法诊断"},
         "status": {"concluded": "已得出结论", "unreachable": "无法连接", "timeout": "超时",
                    "error": "出错"},
+        "incomplete": "报告不完整：{reason}；仍在检查中的节点标记为超时",
+        "so_far": "目前", "interrupted": "已中断",
     },
 }
 MARK = {"ok": "✔", "info": "ℹ", "warning": "▲", "critical": "✖"}
@@ -63,6 +67,8 @@ class TextReporter:
         lines = [f"runbook {rb['id']} {rb['version']} · {rb['title']} · "
                  f"{len(report['nodes'])} {self.ui['nodes'] if self.lang == 'zh' else 'node(s)'}"
                  f" · {report['duration_s']:.2f}s", ""]
+        if report["summary"].get("incomplete"):
+            lines[1:1] = [self._paint(incomplete_line(self.ui, report), "warning")]
         for group in _groups(report["nodes"]):
             lines.extend(self._group(group))
             lines.append("")
@@ -139,9 +145,25 @@ class TextReporter:
         width = max((len(r[0]) for r in rows), default=4) + 2
         for name, what, sev in rows:
             out.append(f"  {pad(name, width)}{pad(what, 34)}{sev}")
-        code = report["summary"]["exit_code"]
-        out.append(f"exit {code}: {self.ui['exit'][code]}")
+        out.append(exit_line(self.ui, report))
         return out
+
+
+def _why_incomplete(ui: dict[str, Any], report: dict[str, Any]) -> str:
+    """summary.reason (English in the JSON contract), in the report's language."""
+    return str(report["summary"].get("reason", "")).replace("interrupted", ui["interrupted"], 1)
+
+
+def incomplete_line(ui: dict[str, Any], report: dict[str, Any]) -> str:
+    return "▲ " + ui["incomplete"].format(reason=_why_incomplete(ui, report))
+
+
+def exit_line(ui: dict[str, Any], report: dict[str, Any]) -> str:
+    """`exit 1: a problem was found`; an interrupted run exits 130 whatever it found so far."""
+    code = report["summary"]["exit_code"]
+    if report["summary"].get("incomplete"):
+        return f"exit 130: {_why_incomplete(ui, report)}; {ui['so_far']}: {ui['exit'][code]}"
+    return f"exit {code}: {ui['exit'][code]}"
 
 
 def _groups(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -7,6 +7,7 @@ Ray libraries load only for runs that need them.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -59,16 +60,29 @@ class NodeTransports:
         self.options = options
         self._made: dict[str, Transport] = {}
         self._lock = threading.Lock()
+        self.closed = False
 
-    def _get(self, name: str) -> Transport:
+    def _get(self, name: str) -> Transport | None:
         with self._lock:  # checks of many nodes ask at once; make each transport only once
+            if self.closed:  # after close() (Ctrl-C) nothing new starts
+                return None
             if name not in self._made:
                 self._made[name] = get_transport(name, **self.options.get(name, {}))
             return self._made[name]
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
-        return self._get(node.transport).run_check(node, request, timeout)
+        transport = self._get(node.transport)
+        if transport is None:
+            return ProbeAnswer("error", error="interrupted: the run is stopping")
+        return transport.run_check(node, request, timeout)
 
     def close(self) -> None:
-        for transport in self._made.values():
-            transport.close()
+        """Close every transport made; one that fails to close does not keep the others open."""
+        with self._lock:
+            self.closed = True
+            made = list(self._made.values())
+        for transport in made:
+            try:
+                transport.close()
+            except Exception as exc:  # still stop the probes of the other transports
+                print(f"runbook: closing a transport: {type(exc).__name__}: {exc}", file=sys.stderr)

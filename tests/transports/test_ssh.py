@@ -1,0 +1,173 @@
+"""The SSH transport against real sshds (scenarios/cluster.py): each broken host gets its own
+one-line reason, and close() (Ctrl-C) stops busy probes and pending connects at once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runbook.transports import Node
+from runbook.transports.ssh import SshTransport
+from tests import cluster_fixture
+
+make_cluster = cluster_fixture.make_cluster
+delay_proxy = cluster_fixture.delay_proxy
+pytestmark = cluster_fixture.needs_cluster
+
+SYSTEM = {"check": "system", "with": {}}
+
+
+@pytest.fixture
+def ssh_home(make_cluster, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """make(n, **kwargs) -> a cluster whose ~/.ssh fabric reads (HOME points at its client side)."""
+
+    def make(n: int, **kwargs: Any) -> Any:
+        cl = make_cluster(n, **kwargs)
+        monkeypatch.setenv("HOME", str(cl.home))
+        return cl
+
+    return make
+
+
+def hang(marker: Path) -> dict[str, Any]:
+    return {"check": "command", "with": {"run": f"touch {marker}; exec sleep 300"}}
+
+
+def test_a_full_disk_is_named_and_leaves_no_half_copied_bundle(ssh_home) -> None:
+    cl = ssh_home(2)
+    home = cl.fill_disk("node02")
+    transport = SshTransport(connect_timeout=10)
+    try:
+        full = transport.run_check(Node("node02", "ssh"), SYSTEM, 10)
+        fine = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
+    finally:
+        transport.close()
+    assert full.status == "unreachable"
+    assert full.error == ("cannot copy the probe to ~/.cache/runbook on the node: No space left on "
+                          "device (free some space on the node's home file system)")
+    assert fine.status == "ok" and fine.result
+    listing = cl.run_in("node02", ["find", str(home), "-type", "f"]).stdout.split()
+    assert sorted(Path(p).name for p in listing) == ["filler", "probe"]
+
+
+def test_a_changed_host_key_is_refused_even_when_new_keys_are_accepted(ssh_home) -> None:
+    cl = ssh_home(1, wrong_host_key={"node01"})
+    transport = SshTransport(connect_timeout=10, accept_new_host_keys=True)
+    try:
+        answer = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
+    finally:
+        transport.close()
+    host = cl.hosts[0]
+    assert answer.status == "unreachable"
+    assert answer.error.startswith(f"host key of {host.address} changed: it does not match known_hosts")
+    assert f"ssh-keygen -R '[{host.address}]:{host.port}'" in answer.error
+
+
+def test_no_python_says_how_to_point_python_at_one(ssh_home) -> None:
+    cl = ssh_home(1, python_missing={"node01"})
+    transport = SshTransport(connect_timeout=10)
+    try:
+        missing = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
+    finally:
+        transport.close()
+    assert missing.status == "error"
+    assert missing.error.startswith("python3 not found on the node's PATH: point --python at")
+    # The advice works: the same host with --python naming a real interpreter answers...
+    real = os.path.realpath(shutil.which("python3") or "python3")
+    pointed = SshTransport(connect_timeout=10, python=real)
+    try:
+        assert pointed.run_check(Node("node01", "ssh"), SYSTEM, 10).status == "ok"
+    finally:
+        pointed.close()
+    # ... and a wrong path is named as such.
+    wrong = SshTransport(connect_timeout=10, python="/nowhere/bin/python3")
+    try:
+        answer = wrong.run_check(Node("node01", "ssh"), SYSTEM, 10)
+    finally:
+        wrong.close()
+    assert answer.error.startswith("/nowhere/bin/python3 not found on the node: check the path")
+    _wait_for(lambda: not _leftovers(cl, "node01"), 5, lambda: _leftovers(cl, "node01"))
+
+
+def test_a_slow_host_concludes_and_a_stuck_one_times_out_within_connect_timeout(
+        ssh_home, delay_proxy) -> None:
+    cl = ssh_home(1)
+    host = cl.hosts[0]
+    slow, stuck = delay_proxy(host.address, host.port, 2.0), delay_proxy(host.address, host.port, 120)
+    cl.add_alias("slow01", "node01", slow.address, slow.port)
+    cl.add_alias("stuck01", "node01", stuck.address, stuck.port)
+    transport = SshTransport(connect_timeout=4)
+    try:
+        began = time.monotonic()
+        fine = transport.run_check(Node("slow01", "ssh"), SYSTEM, 10)
+        slow_s = time.monotonic() - began
+        began = time.monotonic()
+        failed = transport.run_check(Node("stuck01", "ssh"), SYSTEM, 10)
+        stuck_s = time.monotonic() - began
+    finally:
+        transport.close()
+    assert fine.status == "ok" and slow_s >= 2.0
+    assert failed.status == "unreachable"
+    assert failed.error.startswith(f"connection to {stuck.address}:{stuck.port} too slow: the SSH "
+                                   "handshake did not finish within 4s (--connect-timeout)")
+    assert 3.5 < stuck_s < 4 + 6, stuck_s  # generous: the machine may be loaded
+
+
+def test_close_kills_busy_probes_on_every_node_at_once(ssh_home, tmp_path: Path) -> None:
+    cl = ssh_home(3)
+    transport = SshTransport(connect_timeout=10)
+    answers: dict[str, Any] = {}
+    threads = [threading.Thread(target=lambda n=name: answers.__setitem__(
+        n, transport.run_check(Node(n, "ssh"), hang(tmp_path / n), 120))) for name in cl.names()]
+    for thread in threads:
+        thread.start()
+    _wait_for(lambda: all((tmp_path / n).exists() for n in cl.names()), 30)
+    began = time.monotonic()
+    transport.close()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert time.monotonic() - began < 8, "close() waited for the checks"
+    assert {a.error for a in answers.values()} == {"interrupted: the run is stopping"}
+    for name in cl.names():
+        _wait_for(lambda n=name: not _leftovers(cl, n), 5, lambda n=name: _leftovers(cl, n))
+    # Nothing new starts after close().
+    late = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
+    assert late.status == "error" and late.error == "interrupted: the run is stopping"
+
+
+def test_close_cancels_a_connect_under_way(ssh_home, delay_proxy) -> None:
+    cl = ssh_home(1)
+    stuck = delay_proxy(cl.hosts[0].address, cl.hosts[0].port, 120)
+    cl.add_alias("stuck01", "node01", stuck.address, stuck.port)
+    transport = SshTransport(connect_timeout=60)
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(
+        transport.run_check(Node("stuck01", "ssh"), SYSTEM, 10)))
+    thread.start()
+    _wait_for(lambda: stuck.accepted > 0, 20)
+    time.sleep(0.3)  # paramiko is now waiting for the banner
+    began = time.monotonic()
+    transport.close()
+    thread.join(timeout=15)
+    assert not thread.is_alive() and time.monotonic() - began < 5
+    assert answers[0].error == "interrupted: the run is stopping"
+
+
+def _leftovers(cl: Any, host: str) -> list[str]:
+    return [p for p in cl.processes(host) if "runbook-probe" in p or "sleep 300" in p]
+
+
+def _wait_for(condition: Callable[[], Any], timeout: float, what: Callable[[], Any] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout}s" + (f": {what()}" if what else ""))
