@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runbook.format.loader import load_text
 from runbook.library.runbooks import load_library
 from runbook.run.walk import CONCLUDED, ERROR, TIMEOUT, UNREACHABLE, Walk, WalkOptions
@@ -140,3 +142,34 @@ def test_a_signature_into_a_missing_runbook_step_is_a_lint_error(tmp_path: Path)
         "no runbook named 'gone'",
         "runbook 'other' has no step or conclusion named 'agee'"]
     assert all(p.path[0] == "signatures" and p.line > 1 for p in library.problems)
+
+
+def test_ctrl_c_keeps_what_came_back_before_it(tmp_path: Path) -> None:
+    import signal
+    import threading
+
+    release = threading.Event()
+
+    class HalfAnswering:
+        def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
+            if node.name == "slow":
+                release.wait(30)
+                return ProbeAnswer("error", error="never asked for")
+            main = threading.main_thread().ident
+            threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+            return ProbeAnswer("ok", {"age_s": 5})
+
+        def close(self) -> None:
+            release.set()
+
+    library = library_with(tmp_path)
+    nodes = [Node("fast"), Node("slow")]
+    walk = Walk(library, library.get("t"), nodes, HalfAnswering(), {}, WalkOptions())
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            walk.run()
+    finally:
+        release.set()
+    by_name = {o.node.name: o for o in walk.outcomes}
+    assert by_name["fast"].status == CONCLUDED and by_name["fast"].path == ["age"]
+    assert (by_name["slow"].status, by_name["slow"].reason) == (TIMEOUT, "step age: interrupted")

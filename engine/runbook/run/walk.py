@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -114,16 +115,23 @@ class Walk:
                 futures[future] = outcome
         answers: dict[int, ProbeAnswer] = {}
         pending = set(futures)
-        while pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            done, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
-            for future in done:
-                answers[id(futures[future])] = future.result()
+        try:
+            while pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                done, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+                for future in done:
+                    answers[id(futures[future])] = future.result()
+        except KeyboardInterrupt:  # what came back before Ctrl-C is evidence all the same
+            self._decide_answered(futures.values(), answers)
+            raise
         self._expire([futures[f] for f in pending], "the run's deadline passed during a check")
+        self._decide_answered(futures.values(), answers)
+
+    def _decide_answered(self, asked: Iterable[NodeOutcome], answers: dict[int, ProbeAnswer]) -> None:
         groups: dict[tuple[str, str], list[NodeOutcome]] = defaultdict(list)
-        for outcome in futures.values():
+        for outcome in asked:
             if id(outcome) in answers:
                 groups[(outcome.runbook_id, outcome.step_id)].append(outcome)
         for group in groups.values():
