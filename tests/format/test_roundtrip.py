@@ -36,3 +36,13 @@ def test_bad_yaml_is_one_error_with_its_place() -> None:
     with pytest.raises(roundtrip.RoundTripError) as caught:
         roundtrip.load("id: demo\nsteps: [unclosed\n")
     assert caught.value.line == 3 and caught.value.message.startswith("YAML syntax error:")
+
+
+def test_an_alias_bomb_is_refused_before_ruamel_builds_it() -> None:
+    # `runbook migrate` and `runbook i18n stamp` edit files with ruamel, which expands aliases too.
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    with pytest.raises(roundtrip.RoundTripError) as refused:
+        roundtrip.load("\n".join(lines) + "\n")
+    assert (refused.value.line, refused.value.column) == (6, 10)
+    assert refused.value.message == "more than 100,000 values in one document once its aliases are expanded"
