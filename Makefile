@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test lint unit bench bench-site clean
+.PHONY: setup demo test lint unit fuzz bench bench-site clean
 
 # System packages (sshd for the test cluster), then a virtual environment with the package
 # (editable), the test tools, and the optional extras the tests drive for real: Ray, torch
@@ -34,6 +34,11 @@ lint:
 unit:
 	@$(BIN)/pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The property tests of tests/fuzz with a hundred times more random examples (about half an hour);
+# `make test` runs them with few, fixed ones. A failure prints the blob that replays it.
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 
 bench: setup
 	$(BIN)/python bench/startup.py

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
+import time
 
-from runbook.format.expr import ExprError, compile_command, compile_expression, compile_value, truthy
+import pytest
+from jinja2 import Undefined
+
+from runbook.format.expr import (
+    MAX_DEPTH,
+    ExprError,
+    ExprLimitError,
+    compile_command,
+    compile_expression,
+    compile_value,
+    truthy,
+)
 
 CLUSTER = [{"node": f"n{i}", "result": {"age_s": age, "torch": v}}
            for i, (age, v) in enumerate([(5, "2.4"), (7, "2.4"), (2400, "2.4"), (6, "2.3")])]
@@ -54,3 +65,98 @@ def test_commands_quote_every_substituted_value() -> None:
     assert command.render(params={}) == "tail -f '<unset>'"
     with pytest.raises(ExprError):
         compile_command("echo {{ result.__class__ }}")
+
+
+@pytest.mark.parametrize("source", [
+    "cycler", "joiner", "namespace", "self", "lipsum.__globals__", "result.__class__.__mro__",
+    "result.mro()", "result.__class__.__subclasses__()", "'{0.__class__}'.format(result)",
+    "'{0.x}'.format(result)", "result.x.format_map(result)", "result.__init__.__globals__['os']",
+    "result | map(attribute='__class__') | list", "loop", "self.__init__",
+])
+def test_classic_sandbox_escapes_are_refused_when_loading(source: str) -> None:
+    with pytest.raises(ExprError) as caught:
+        compile_expression(source)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_dunder_built_at_run_time_reaches_nothing() -> None:
+    """No constant holds `__`, so the load-time check passes; the sandbox refuses the attribute."""
+    expression = compile_expression("result.items | map(attribute='_' ~ '_cla' ~ 'ss_' ~ '_') | list")
+    try:
+        value = expression.evaluate({"result": {"items": [1, "a"]}})
+    except Exception as exc:  # the sandbox may refuse outright
+        assert "class" not in type(exc).__name__.lower()
+        return
+    assert not any(isinstance(v, type) for v in value)
+
+
+@pytest.mark.parametrize("source", [
+    "'a' * 10**9", "[1] * 10**9", "result.x * 10**9", "10 ** 10 ** 10 ** 10 ** 10", "2 ** 100000000",
+    "(10 ** 3000) * (10 ** 3000) * (10 ** 3000) * (10 ** 3000)", "'%0999999999d' % 1",
+    "'%*d' % (999999999, 1)", "'%0999999999d' | format(1)", "'a' | center(10**9)",
+    "'a\\nb\\nc' | indent(10**8)", "[1] | batch(10**9, 0) | list", "[1] | slice(10**8) | list",
+    "1.5 | round(-10**9)", "5 | round(10**9, 'ceil')", "[[1]] | tojson(indent=10**8)",
+    "('ab' * 1000000) | list | join('x' * 1000)", "('a' * 3000000) ~ ('a' * 3000000)",
+    "'aaaa' | replace('a', 'aaaaaaaaaa') | replace('a', 'aaaaaaaaaa') | replace('a', 'aaaaaaaaaa')"
+    " | replace('a', 'aaaaaaaaaa') | replace('a', 'aaaaaaaaaa') | replace('a', 'aaaaaaaaaa')",
+    "'ab' | list | string | list | string | list | string | list | string | list | string | list"
+    " | string | list | string | list | string | list | string",
+    "['a' * 1000000] * 5", "(['x'] * 3000000) | sum(start=[]) | sum(start=[])",
+])
+def test_unbounded_growth_is_a_one_line_error_not_a_hang(source: str) -> None:
+    """Each of these would take minutes or gigabytes; bounded, it fails fast on this node."""
+    begin = time.monotonic()
+    with pytest.raises(ExprLimitError) as caught:
+        compile_expression(source).evaluate({"result": {"x": "ab"}})
+    assert time.monotonic() - begin < 5
+    message = str(caught.value)
+    assert message and "\n" not in message
+
+
+def test_the_budget_is_per_evaluation_and_constant_calls_are_not_folded_at_load() -> None:
+    """Two parts each under the bound, together over it: refused at run time, not precomputed."""
+    template = compile_value("{{ 'a' | center(3000000) }}{{ 'a' | center(3000000) }}")
+    with pytest.raises(ExprLimitError):
+        template.render({})
+    once = compile_expression("('a' | center(3000000)) | length")
+    assert once.evaluate({}) == 3_000_000
+    assert once.evaluate({}) == 3_000_000  # a fresh budget for the next evaluation
+
+
+def test_too_deep_is_refused_when_loading() -> None:
+    with pytest.raises(ExprError, match="nested too deeply"):
+        compile_expression("(" * 500 + "1" + ")" * 500)
+    with pytest.raises(ExprError, match="nested too deeply"):
+        compile_expression(" or ".join(["result.a"] * (MAX_DEPTH + 5)))
+    with pytest.raises(ExprError, match="nested too deeply"):
+        compile_value("x {{ " + "-" * 2000 + "1 }}")
+    deep = " or ".join(["result.a"] * (MAX_DEPTH - 5))
+    assert compile_expression(deep).evaluate({"result": {"a": 0}}) == 0
+
+
+def test_filters_leave_the_data_they_read_unchanged() -> None:
+    """Jinja's `indent` does `s += "\\n"`: given a list, it would extend the node's result."""
+    result = {"lines": ["a", "b"]}
+    compile_expression("result.lines | indent(2)").evaluate({"result": result})
+    assert result == {"lines": ["a", "b"]}
+
+
+def test_ordinary_uses_of_the_bounded_operators_still_work() -> None:
+    variables = {"result": {"lines": ["a", "b"], "gpus": [{"p": [1, 2]}, {"p": [3]}], "x": 2.345}}
+    cases = {
+        "result.gpus | map(attribute='p') | sum(start=[])": [1, 2, 3],
+        "'%.1f' % result.x": "2.3", "'%s-%s' | format(1, 2)": "1-2", "result.lines | join(',')": "a,b",
+        "'ab' * 3": "ababab", "[0] * 3": [0, 0, 0], "2 ** 10": 1024, "'a' ~ 1 ~ none": "a1None",
+        "result.lines + ['c']": ["a", "b", "c"], "'x' | center(5)": "  x  ", "3.14159 | round(2)": 3.14,
+        "[1, 2, 3] | batch(2, 0) | list": [[1, 2], [3, 0]], "result.lines | tojson": '["a", "b"]',
+    }
+    for source, expected in cases.items():
+        assert compile_expression(source).evaluate(variables) == expected, source
+
+
+@pytest.mark.parametrize("source", ["result.x.format", "result.x['format']", "(result.x ~ '')['for' ~ 'mat']",
+                                    "result.x.format_map"])
+def test_str_format_is_not_even_handed_out(source: str) -> None:
+    """Jinja would hand back its sandboxed `str.format` as a function: nothing a runbook needs."""
+    value = compile_expression(source).evaluate({"result": {"x": "{0.__class__}"}})
+    assert isinstance(value, Undefined) and not truthy(value)

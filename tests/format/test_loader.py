@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,12 @@ def test_a_non_mapping_document_and_an_unreadable_file(tmp_path: Path) -> None:
                                                 (3, 3.0), ("1.5s", 1.5)])
 def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("timeout", ["99999999m", "86401", "1" + "0" * 400])
+def test_a_timeout_longer_than_a_day_is_refused_at_its_place(timeout: str) -> None:
+    text = (ROOT / "runbooks" / "training-hang.yaml").read_text(encoding="utf-8")
+    text = re.sub(r"timeout: \d+s", f"timeout: {timeout}", text, count=1)
+    problems = [str(p) for p in load_text(text, "t.yaml").problems]
+    assert len(problems) == 1 and ".check.timeout" in problems[0], problems
+    assert "day" in problems[0]

@@ -100,3 +100,65 @@ def test_large_text_is_redacted_in_linear_time() -> None:
     begin = time.monotonic()
     Redactor().text(text)
     assert time.monotonic() - begin < 5
+
+
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAplanted0123456789abcdef\nplantedTail==\n"
+       "-----END RSA PRIVATE KEY-----")
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    (f"loaded key:\n{PEM}\nstep 3", "planted"),
+    ('{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIplantedGcp==\\n-----END PRIVATE KEY-----\\n"}',
+     "planted"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktplanted\n(cut here)", "planted"),
+    ("using AKIAPLANTED23456789Q for s3", "AKIAPLANTED23456789Q"),
+    ("key=AIzaSyPlanted0123456789abcdefghijklmno x", "AIzaSyPlanted"),
+    ("token ya29.a0Planted0123456789abcdef in header", "ya29.a0Planted"),
+    ("huggingface-cli login hf_PlantedToken0123456789abcdefghij", "hf_PlantedToken"),
+    ("curl -H 'Authorization: Basic dXNlcjpwbGFudGVk' https://x", "dXNlcjpwbGFudGVk"),
+    ("-H 'authorization: token ghp_Planted0123456789abcdefghijklmnop'", "ghp_Planted"),
+    ("args: Namespace(hf_token='plantedNs', lr=3)", "plantedNs"),
+    ("config: {token: plantedFlow}", "plantedFlow"),
+    ("HF_TOKENS=plantedEnvStyle other=1", "plantedEnvStyle"),
+    ("postgres://app:planted/Pass@db.internal:5432/x", "planted/Pass"),
+    ("SecretAccessKey=x  Bearer plantedPadded=", "plantedPadded"),
+])
+def test_more_secret_shapes_in_text(text: str, secret: str) -> None:
+    redactor = Redactor()
+    once = redactor.text(text)
+    assert secret not in once, once
+    assert redactor.text(once) == once
+
+
+@pytest.mark.parametrize("text", [
+    "http://host:8080/a@b", "https://medium.com/@alice", "max_tokens: 2048, tokenizer: bpe",
+    "step 10 | loss 2.1 | Token buffer: 500/65537", "sha 0123456789abcdef0123456789abcdef01234567",
+    "task-0123456789abcdefghijklmnop done",
+    "-----BEGIN CERTIFICATE-----\nMIIBplanted\n-----END CERTIFICATE-----",
+])
+def test_what_only_looks_like_a_secret_stays(text: str) -> None:
+    assert Redactor().text(text) == text
+
+
+def test_a_key_split_over_the_lines_of_a_list_is_hidden() -> None:
+    """A log check's tail is a list of lines: each body line alone has no shape."""
+    tail = ["step 1", *PEM.split("\n"), "step 2"]
+    out = Redactor().data({"tail": tail})["tail"]
+    assert not any("planted" in line for line in out), out
+    assert out[0] == "step 1" and out[-1] == "step 2" and len(out) == len(tail)
+    assert Redactor().data({"tail": out})["tail"] == out
+
+
+def test_secret_parameter_values_are_hidden_wherever_they_show() -> None:
+    redactor = Redactor.for_params({"hf_token": "plantedValue9", "log": "/var/log/train.log", "key": "x"})
+    assert redactor.text("echo plantedValue9 > /var/log/train.log") == f"echo {REDACTED} > /var/log/train.log"
+    assert redactor.values == ["plantedValue9"]  # a one-letter value would hide every x
+
+
+@pytest.mark.parametrize("text", ["x://a:" * 100_000, "https://u:" + "a/" * 300_000, "TOKEN_" * 200_000,
+                                  "a--" * 300_000, "-----BEGIN PRIVATE KEY-----" * 30_000,
+                                  "authorization: " * 60_000, "Bearer " * 150_000, '"key":' * 150_000])
+def test_hostile_text_is_redacted_in_linear_time(text: str) -> None:
+    begin = time.monotonic()
+    Redactor().text(text)
+    assert time.monotonic() - begin < 5

@@ -130,7 +130,7 @@ def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime
             _write_recording(plan.record_dir, plan.runbook, outcomes, answers, plan.params, started)
         # An interrupted run never acts: its diagnosis is incomplete.
         fix_results, refused, stopped = act_on_fixes(args, walk, plan.library, transport,
-                                                     dry_run=interrupted)
+                                                     dry_run=interrupted, params=plan.params)
     finally:
         transport.close()
     return Walked(walk, outcomes, fix_results, refused, interrupted or stopped)
@@ -175,15 +175,18 @@ def _write_recording(directory: Path, runbook: Any, outcomes: Any, answers: dict
 
 
 def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: Any,
-                 dry_run: bool = False) -> tuple[dict[Any, Any], bool, bool]:
+                 dry_run: bool = False, params: dict[str, Any] | None = None,
+                 ) -> tuple[dict[Any, Any], bool, bool]:
     """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix),
     whether the run refused to act (the blast-radius cap) and whether Ctrl-C stopped it."""
     from runbook.run import fixes
+    from runbook.run.redact import Redactor
 
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     policy = fixes.FixPolicy(apply=args.apply and not dry_run, yes=args.yes, interactive=interactive,
                              max_nodes=args.max_nodes, keep_going=args.keep_going,
-                             audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log())
+                             audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log(),
+                             redactor=Redactor.for_params(params or {}))
     planned = fixes.plan(walk.outcomes, policy, args.lang)
     if not policy.apply:
         return fixes.node_results(planned), False, False

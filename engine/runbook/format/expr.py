@@ -5,29 +5,53 @@ result at the same step: a list of `{node, result}`), `steps` (this node's
 earlier results by step id), `params` and `node`. Anything else, any name or
 attribute starting with `_`, and unknown filters are refused when the runbook
 is loaded, so a bad expression is a lint error, never a run-time surprise.
+
+Evaluation is bounded: an expression nests at most MAX_DEPTH levels, and what one evaluation
+builds (repetition, concatenation, `%` formatting, padding filters, joins) may come to at most
+EVAL_BUDGET characters or items, and an integer at most MAX_INT_BITS bits. Over a bound,
+evaluation stops with a one-line ExprLimitError on that node instead of a hang or MemoryError.
 """
 
 from __future__ import annotations
 
+import inspect
+import math
+import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
-from jinja2 import nodes
+from jinja2 import nodes, pass_context, pass_environment
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import TemplateSyntaxError
-from jinja2.runtime import ChainableUndefined
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.filters import make_attrgetter
+from jinja2.runtime import ChainableUndefined, Context
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 NAMES = ("result", "cluster", "steps", "params", "node")
 # Allowed in expressions besides NAMES: literals.
 _LITERAL_NAMES = {"true", "false", "none", "True", "False", "None"}
 
 
+MAX_DEPTH = 64  # levels of the expression tree; the shipped runbooks use fewer than 20
+EVAL_BUDGET = 4_000_000  # characters or items one evaluation may build
+MAX_INT_BITS = 10_000  # about 3,000 decimal digits
+_MAX_WIDTH_DIGITS = 6  # a `%` width or precision longer than this is refused before int()
+_MAX_SLOW_SUM = 1_000  # items `sum` adds the quadratic way (mixed sequence types)
+
+
 class ExprError(ValueError):
     """An expression that does not compile or tries to reach outside the sandbox."""
+
+
+class ExprLimitError(ExprError):
+    """An evaluation that would go over a size bound; `str()` is the one-line reason."""
 
 
 # ---- helpers for cross-node comparison, usable as filters: `cluster | field('x') | median` ----
@@ -68,13 +92,315 @@ def _outliers(cluster: Iterable[Any], path: str) -> list[str]:
     return [e["node"] for e in entries if _field([e], path) and _field([e], path)[0] != common]
 
 
+# ---- bounds: what one evaluation may build ----
+
+# Units left to the evaluation under way (a list, so charges made in filters see one budget).
+_BUDGET: ContextVar[list[int] | None] = ContextVar("runbook_expr_budget", default=None)
+
+
+@contextmanager
+def _bounded() -> Iterator[None]:
+    token = _BUDGET.set([EVAL_BUDGET])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _left() -> int:
+    budget = _BUDGET.get()
+    return EVAL_BUDGET if budget is None else budget[0]
+
+
+def _charge(units: int, what: str) -> None:
+    """Count `units` against this evaluation's budget, or refuse before anything is built."""
+    left = _left()
+    if units > left:
+        raise ExprLimitError(f"{what} would build {units:,} characters or items; one evaluation "
+                             f"may build at most {EVAL_BUDGET:,}")
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget[0] = left - units
+
+
+def _weight(value: Any, cap: int) -> int:
+    """Characters and items in `value`, counted deep (a list repeating one big item counts it
+    every time), stopping once over `cap` so counting costs no more than the bound."""
+    total, stack = 0, [value]
+    while stack and total <= cap:
+        item = stack.pop()
+        if isinstance(item, (str, bytes)):
+            total += len(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            total += item.bit_length() // 3 + 1  # about its decimal digits
+        elif isinstance(item, (list, tuple, set, frozenset, dict)):
+            total += len(item) + 1
+            if total <= cap:
+                stack.extend(chain(item.keys(), item.values()) if isinstance(item, dict) else item)
+        else:
+            total += 1
+    return total
+
+
+def _as_int(value: Any) -> int:
+    """A width or count as the filter will read it; 0 when it is not a number (the filter fails)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value)) if len(str(value)) <= _MAX_WIDTH_DIGITS else EVAL_BUDGET + 1
+    except ValueError:
+        return 0
+
+
+def _check_int(value: int, what: str) -> None:
+    if value > MAX_INT_BITS:
+        raise ExprLimitError(f"{what} would be a number of about {value:,} bits; "
+                             f"at most {MAX_INT_BITS:,} are allowed")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    if _is_int(base) and _is_int(exponent) and exponent > 0 and abs(base) > 1:
+        _check_int(math.ceil(exponent * math.log2(abs(base))), "'**'")
+
+
+def _check_multiply(left: Any, right: Any) -> None:
+    if _is_int(left) and _is_int(right):
+        _check_int(left.bit_length() + right.bit_length(), "'*'")
+        return
+    seq, times = (left, right) if _is_int(right) else (right, left)
+    if _is_int(times) and isinstance(seq, (str, bytes, list, tuple)) and times > 0:
+        each = _weight(seq, _left() // times + 1)
+        _charge(each * times, "'*'")
+
+
+def _check_add(left: Any, right: Any) -> None:
+    sizes = [len(v) for v in (left, right) if isinstance(v, (str, bytes, list, tuple))]
+    if len(sizes) == 2:
+        _charge(sum(sizes), "'+'")
+
+
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?[hlL]?[A-Za-z%]?")
+
+
+def _percent_size(fmt: str, args: Any) -> int:
+    """An upper bound of `fmt % args`: refuses `*` widths and widths too long to read."""
+    size = len(fmt) + 4 * _weight(args, _left())
+    for match in _PERCENT_SPEC.finditer(fmt):
+        for number in match.groups():
+            if number == "*":
+                raise ExprLimitError("'%' formatting: '*' widths are not allowed")
+            if number and len(number) > _MAX_WIDTH_DIGITS:
+                raise ExprLimitError(f"'%' formatting: width {number[:12]}... is too big")
+            size += int(number or 0)
+    return size
+
+
+def _percent(fmt: str, args: Any) -> str:
+    _charge(_percent_size(fmt, args), "'%' formatting")
+    return fmt % args
+
+
+class _BoundedCodeGenerator(CodeGenerator):
+    """`a ~ b` joins through the environment, so its length is counted like other operators."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:  # noqa: N802 (Jinja's name)
+        self.write("environment.bounded_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class _BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The sandbox (no method that changes a list or dict) with `*`, `**`, `+`, `%` and `~`
+    checked before they build their result, and what method calls build counted."""
+
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    code_generator_class = _BoundedCodeGenerator
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**":
+            _check_power(left, right)
+        elif operator == "*":
+            _check_multiply(left, right)
+        elif operator == "+":
+            _check_add(left, right)
+        elif operator == "%" and isinstance(left, str):
+            return _percent(left, right)
+        return self.binop_table[operator](left, right)
+
+    def wrap_str_format(self, value: Any) -> None:
+        """No `str.format` at all, not even Jinja's sandboxed one: calling it is refused when
+        loading, and handed back as a value it would be a function out of the sandbox."""
+        return None
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        return attr not in ("format", "format_map") and super().is_safe_attribute(obj, attr, value)
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        """A method call: what `split`, `strip`, `lower` or `upper` build is counted too (`get`
+        and the views of a dict hand back what is already there)."""
+        result = super().call(__context, __obj, *args, **kwargs)
+        if getattr(__obj, "__name__", "") in _BUILDING_METHODS:
+            _charge(_size_of(result), f"method {__obj.__name__!r}")
+        return result
+
+    def bounded_concat(self, parts: Iterable[Any]) -> str:
+        texts = [str(part) for part in parts]
+        _charge(sum(len(t) for t in texts), "'~'")
+        return "".join(texts)
+
+
+# ---- filters that can build more than they are given: checked before they run ----
+
+
+def _text_size(value: Any) -> int:
+    return len(value) if isinstance(value, str) else len(str(value))
+
+
+def _center_size(a: dict[str, Any]) -> int:
+    return max(_text_size(a["value"]), _as_int(a["width"]))
+
+
+def _indent_size(a: dict[str, Any]) -> int:
+    text, width = str(a["s"]), a["width"]
+    pad = len(width) if isinstance(width, str) else _as_int(width)
+    return len(text) + (text.count("\n") + 1) * max(pad, 0)
+
+
+def _wordwrap_size(a: dict[str, Any]) -> int:
+    text, wrap = str(a["s"]), a["wrapstring"]
+    lines = len(text) // max(_as_int(a["width"]), 1) + text.count("\n") + 1
+    return len(text) + lines * len(str(wrap) if wrap is not None else "\n")
+
+
+def _replace_size(a: dict[str, Any]) -> int:
+    text, old, new = str(a["s"]), str(a["old"]), str(a["new"])
+    times = text.count(old) if old else len(text) + 1
+    if a["count"] is not None and _as_int(a["count"]) >= 0:
+        times = min(times, _as_int(a["count"]))
+    return len(text) + times * max(len(new) - len(old), 0)
+
+
+def _join_size(a: dict[str, Any]) -> int:
+    items, cap = a["value"], _left()
+    total = max(len(items) - 1, 0) * _text_size(a["d"])
+    for item in items:
+        if total > cap:
+            break
+        total += _text_size(item)
+    return total
+
+
+def _urlize_size(a: dict[str, Any]) -> int:
+    text = str(a["value"])
+    extra = _text_size(a["target"] or "") + _text_size(a["rel"] or "") + 60
+    return 2 * len(text) + (text.count(".") + text.count("@") + text.count(":") + 1) * extra
+
+
+def _tojson_size(a: dict[str, Any]) -> int:
+    indent = a["indent"]
+    if indent is None:
+        return 0  # plain JSON is no bigger than a constant times what it is given
+    pad = len(indent) if isinstance(indent, str) else max(_as_int(indent), 0)
+    return _weight(a["value"], _left()) * (pad + 1)
+
+
+_SIZES: dict[str, Callable[[dict[str, Any]], int]] = {
+    "center": _center_size, "indent": _indent_size, "wordwrap": _wordwrap_size,
+    "replace": _replace_size, "join": _join_size, "urlize": _urlize_size, "tojson": _tojson_size,
+    "format": lambda a: _percent_size(str(a["value"]), a["kwargs"] or a["args"]),
+    "batch": lambda a: _as_int(a["linecount"]) if a["fill_with"] is not None else 0,
+    "slice": lambda a: max(_as_int(a["slices"]), 0),
+    "round": lambda a: abs(_as_int(a["precision"])),  # 10 ** precision is computed
+}
+# The first data argument of these is read twice (to size, then to run): made a list first.
+_MATERIALIZE = {"join": "value", "slice": "value"}
+# Filters that hand back one of the items they were given, building nothing.
+_PICKING = {"first", "last", "max", "min", "random"}
+_BUILDING_METHODS = {"split", "strip", "lower", "upper"}
+
+
+def _size_of(value: Any) -> int:
+    """What a filter or method built, counted shallow (what it holds was counted when built)."""
+    return len(value) if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) else 0
+
+
+def _prepare(name: str, arguments: dict[str, Any]) -> None:
+    key = _MATERIALIZE.get(name)
+    if key and not isinstance(arguments[key], (list, tuple, str)):
+        arguments[key] = list(arguments[key])
+    if name == "indent" and not isinstance(arguments["s"], str):
+        arguments["s"] = str(arguments["s"])  # Jinja's `s += "\n"` would extend a list in place
+
+
+def _passed(original: Callable[..., Any], context: Context) -> tuple[Any, ...]:
+    """The leading argument Jinja gives `original` (its pass_context/eval_context/environment)."""
+    passes = getattr(getattr(original, "jinja_pass_arg", None), "name", None)
+    return {"context": (context,), "eval_context": (context.eval_ctx,),
+            "environment": (context.environment,)}.get(passes or "", ())
+
+
+def _guarded(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """`original`, refused when what it builds would go over the evaluation's budget: sized before
+    it runs where it can multiply its input, counted after for every filter (each one grows its
+    input by a constant factor at most, so a chain of them cannot grow without bound)."""
+    parameters = list(inspect.signature(original).parameters.values())
+    takes_passed = getattr(original, "jinja_pass_arg", None) is not None
+    signature = inspect.Signature(parameters[1:] if takes_passed else parameters)
+    size = _SIZES.get(name)
+
+    @pass_context  # never run at compile time: Jinja folds constant filter calls, except these
+    def guarded(context: Context, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        _prepare(name, bound.arguments)
+        if size is not None:
+            _charge(size(bound.arguments), f"filter {name!r}")
+        result = original(*_passed(original, context), *bound.args, **bound.kwargs)
+        if size is None and name not in _PICKING and all(result is not a for a in bound.arguments.values()):
+            _charge(_size_of(result), f"filter {name!r}")
+        return result
+
+    return guarded
+
+
+@pass_environment
+def _sum(environment: Any, iterable: Iterable[Any], attribute: Any = None, start: Any = 0) -> Any:
+    """Jinja's `sum`, adding lists or tuples in linear time (`sum(start=[])` flattens)."""
+    if attribute is not None:
+        iterable = map(make_attrgetter(environment, attribute), iterable)
+    items = list(iterable)
+    if isinstance(start, (list, tuple)) and all(type(item) is type(start) for item in items):
+        _charge(len(start) + sum(len(item) for item in items), "filter 'sum'")
+        return type(start)(chain(start, *items))
+    if not isinstance(start, (int, float)) and len(items) > _MAX_SLOW_SUM:
+        raise ExprLimitError(f"filter 'sum': adding {len(items):,} sequences of mixed types "
+                             f"(at most {_MAX_SLOW_SUM:,})")
+    return sum(items, start)
+
+
+def _bound_filters(env: SandboxedEnvironment) -> None:
+    env.filters["sum"] = _sum
+    for name, original in list(env.filters.items()):
+        # Jinja's async variants (join, slice, ...) add an argument: wrap the plain function.
+        env.filters[name] = _guarded(name, inspect.unwrap(original))
+
+
 def _make_env() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(undefined=ChainableUndefined, autoescape=False)
+    env = _BoundedSandbox(undefined=ChainableUndefined, autoescape=False)
     # `attr` reaches attributes by computed name; nothing a runbook needs.
     del env.filters["attr"]
     env.filters.update({
         "field": _field, "median": _median, "majority": _majority, "outliers": _outliers,
     })
+    _bound_filters(env)
     return env
 
 
@@ -94,25 +420,53 @@ class Expression:
     def evaluate(self, variables: dict[str, Any]) -> Any:
         if self._compiled is None:  # code generation waits for first use: loading stays fast
             self._compiled = environment().compile_expression(self.source, undefined_to_none=False)
-        return self._compiled(**variables)
+        with _bounded():
+            return self._compiled(**variables)
 
 
 @lru_cache(maxsize=4096)
 def compile_expression(source: str) -> Expression:
     """Compile and vet one expression; raise ExprError with a one-line reason."""
     env = environment()
-    try:
-        tree = env.parse("{{ " + source + " }}")
-    except TemplateSyntaxError as exc:
-        # The parser saw our closing braces: say it the way the author wrote it.
-        message = (exc.message or "").replace("unexpected '}'", "unexpected end of expression")
-        raise ExprError(f"does not compile: {message}") from None
+    # The parser saw our closing braces: say it the way the author wrote it.
+    tree = _parse(env, "{{ " + source + " }}", ("unexpected '}'", "unexpected end of expression"))
     body = tree.body
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
         raise ExprError("must be a single expression, not template text")
     expr_node = body[0].nodes[0]
+    _check_depth(expr_node)
     _vet(expr_node, env)
     return Expression(source, _reads(expr_node))
+
+
+def _parse(env: SandboxedEnvironment, source: str, reword: tuple[str, str] = ("", "")) -> nodes.Template:
+    """The template tree of `source`; ExprError with a one-line reason when it does not parse."""
+    try:
+        return env.parse(source)
+    except TemplateSyntaxError as exc:
+        message = exc.message or ""
+        raise ExprError(f"does not compile: {message.replace(*reword) if reword[0] else message}") from None
+    except RecursionError:  # Jinja's parser recurses once per bracket or prefix operator
+        raise ExprError(f"nested too deeply (at most {MAX_DEPTH} levels)") from None
+
+
+def _check_depth(tree: nodes.Node) -> None:
+    """Refuse a tree deeper than MAX_DEPTH: code generation and Python's compiler recurse on it."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ExprError(f"nested too deeply (more than {MAX_DEPTH} levels)")
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+
+
+def _vet_template(tree: nodes.Template, env: SandboxedEnvironment) -> None:
+    """Vet every `{{ }}` of a text template."""
+    for output in tree.find_all(nodes.Output):
+        for part in output.nodes:
+            if not isinstance(part, nodes.TemplateData):
+                _check_depth(part)
+                _vet(part, env)
 
 
 def _vet(tree: nodes.Node, env: SandboxedEnvironment) -> None:
@@ -209,14 +563,7 @@ def compile_value(value: Any, shell_keys: tuple[str, ...] = ()) -> Any:
     if "{%" in value:
         raise ExprError("statements ({% %}) are not allowed in check parameters")
     env = environment()
-    try:
-        tree = env.parse(value)
-    except TemplateSyntaxError as exc:
-        raise ExprError(f"does not compile: {exc.message}") from None
-    for output in tree.find_all(nodes.Output):
-        for part in output.nodes:
-            if not isinstance(part, nodes.TemplateData):
-                _vet(part, env)
+    _vet_template(_parse(env, value), env)
     return Template(value, template=_LazyTemplate(env, value))
 
 
@@ -244,14 +591,7 @@ def compile_command(source: str) -> Any:
     env = _command_environment()
     if "{%" in source:
         raise ExprError("statements ({% %}) are not allowed in commands")
-    try:
-        tree = env.parse(source)
-    except TemplateSyntaxError as exc:
-        raise ExprError(f"does not compile: {exc.message}") from None
-    for output in tree.find_all(nodes.Output):
-        for part in output.nodes:
-            if not isinstance(part, nodes.TemplateData):
-                _vet(part, env)
+    _vet_template(_parse(env, source), env)
     return _LazyTemplate(env, source)
 
 
@@ -265,7 +605,8 @@ class _LazyTemplate:
     def render(self, **variables: Any) -> str:
         if self._template is None:
             self._template = self.env.from_string(self.source)
-        return str(self._template.render(**variables))
+        with _bounded():
+            return str(self._template.render(**variables))
 
 
 class _ShellTemplate:

@@ -97,6 +97,9 @@ def runbook_schema() -> dict[str, Any]:
     return schema
 
 
+MAX_TIMEOUT_S = 86400  # a check's timeout; the schema's duration maximum
+
+
 def parse_duration(value: Any) -> float:
     """`5s`, `500ms`, `2m` or a number of seconds -> seconds."""
     if isinstance(value, (int, float)):
@@ -248,7 +251,8 @@ class _Checker:
         elif kind == "pattern":
             self.add(path, f"{value!r} does not match the expected form {error.validator_value}")
         elif kind == "oneOf" and path and path[-1] == "timeout":
-            self.add(path, f"{value!r} is not a duration (expected e.g. 5s, 500ms, 2m or seconds)")
+            self.add(path, f"{str(value)[:40]!r} is not a duration (expected e.g. 5s, 500ms, 2m or"
+                     " seconds, at most a day)")
         elif kind == "type":
             self.add(path, f"expected {error.validator_value}, got {type(value).__name__}"
                      f" ({json.dumps(value, default=str)[:40]})")
@@ -342,7 +346,8 @@ class _Checker:
     def _check_check(self, path: DocPath, step_id: str, check: dict[str, Any],
                      params: dict[str, Any]) -> None:
         ctype = check.get("type")
-        if ctype not in CHECK_TYPES:
+        self._check_timeout(path, check.get("timeout"))
+        if not isinstance(ctype, str) or ctype not in CHECK_TYPES:
             return  # reported by the schema's enum
         with_ = check.get("with") if isinstance(check.get("with"), dict) else {}
         try:
@@ -352,6 +357,14 @@ class _Checker:
         self._check_param_refs((*path, "with"), json.dumps(with_, default=str), params)
         literal = {k: v for k, v in with_.items() if not (isinstance(v, str) and "{{" in v)}
         self._check_params_schema(path, ctype, literal, templated=set(with_) - set(literal))
+
+    def _check_timeout(self, path: DocPath, value: Any) -> None:
+        try:
+            seconds = parse_duration(value) if isinstance(value, str) else 0
+        except ValueError:
+            return  # not the duration form: the schema says so
+        if seconds > MAX_TIMEOUT_S:
+            self.add((*path, "timeout"), f"{value!r} is longer than a day ({MAX_TIMEOUT_S} s)")
 
     def _check_params_schema(self, path: DocPath, ctype: str, literal: dict[str, Any],
                              templated: set[str]) -> None:
@@ -378,7 +391,9 @@ class _Checker:
     def _check_verify(self, path: DocPath, key: tuple[str, int], verify: dict[str, Any]) -> None:
         params = self.data.get("params") if isinstance(self.data.get("params"), dict) else {}
         check = verify.get("check")
-        if isinstance(check, dict) and check.get("type") not in CHECK_TYPES:
+        if isinstance(check, dict):
+            self._check_timeout((*path, "check"), check.get("timeout"))
+        if isinstance(check, dict) and str(check.get("type")) not in CHECK_TYPES:
             self.add((*path, "check", "type"), f"unknown check type {check.get('type')!r}"
                      f"{did_you_mean(str(check.get('type')), CHECK_TYPES)}")
         elif isinstance(check, dict):
@@ -405,7 +420,7 @@ class _Checker:
         known = taxonomy.load()
         ids = conclusion.get("taxonomy") if isinstance(conclusion.get("taxonomy"), list) else []
         for i, tid in enumerate(ids):
-            if tid not in known:
+            if isinstance(tid, str) and tid not in known:  # other types: the schema's error
                 self.add((*base, "taxonomy", i), f"unknown taxonomy id {tid!r}"
                          f"{did_you_mean(str(tid), known)} (see taxonomy.yaml)")
         fixes = conclusion.get("fixes") if isinstance(conclusion.get("fixes"), list) else []

@@ -88,7 +88,12 @@ def check_events(text: str) -> None:
     """Refuse deep nesting and documents that are, or that aliases expand to, more than
     MAX_NODES values, reading the YAML's events once. Raises LimitError, or yaml.YAMLError for
     text that is not YAML."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except UnicodeEncodeError as exc:  # a lone surrogate: text that came from no real file
+        line = text.count("\n", 0, exc.start) + 1
+        column = exc.start - (text.rfind("\n", 0, exc.start) + 1) + 1
+        raise LimitError(f"not UTF-8 text ({exc.reason} at character {exc.start})", line, column) from None
     sizes = _Sizes()
     try:
         while loader.check_event():

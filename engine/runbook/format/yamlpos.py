@@ -70,7 +70,7 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, path: DocPath, pos: Positio
         loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
+            key = _construct(loader, key_node)
             key = key if isinstance(key, (str, int)) else str(key)
             child = (*path, key)
             if key in out:
@@ -80,4 +80,18 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, path: DocPath, pos: Positio
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, item, (*path, i), pos) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    return _construct(loader, node)
+
+
+def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """A scalar's value. PyYAML's constructors raise plain ValueError, KeyError and the like
+    for tagged values they cannot build (`!!int abc`, `!!timestamp x`): make those YAML errors
+    at the value, like any other syntax error."""
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError:
+        raise
+    except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"cannot read {node.tag} value {str(node.value)[:40]!r} ({type(exc).__name__})",
+            node.start_mark) from None

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from runbook.format.model import Runbook
+from runbook.run.redact import Redactor
 from runbook.run.walk import CONCLUDED, NodeOutcome
 
 SCHEMA = "runbook-report/v1"
@@ -59,7 +60,9 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
                  duration_s: float, lang: str, params: dict[str, Any],
                  fix_results: FixResults | None = None, incomplete: str | None = None) -> dict[str, Any]:
     """The report; `incomplete` is why the run stopped early (e.g. "interrupted (Ctrl-C)"):
-    `summary.incomplete` is then true and `summary.reason` says why."""
+    `summary.incomplete` is then true and `summary.reason` says why. Secrets (secret-named
+    params and env values, credential-shaped text) are redacted here, so every format, and the
+    bundle that copies the report, is clean."""
     nodes = [node_entry(o, lang, fix_results) for o in outcomes]
     by_conclusion: dict[str, list[str]] = defaultdict(list)
     by_status: dict[str, list[str]] = defaultdict(list)
@@ -67,7 +70,7 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
         if n["conclusion"]:
             by_conclusion[n["conclusion"]["id"]].append(n["node"])
         by_status[n["status"]].append(n["node"])
-    return {
+    report = {
         "schema": SCHEMA,
         "runbook": {"id": runbook.id, "version": runbook.version, "digest": runbook.digest,
                     "title": runbook.title.get(lang)},
@@ -80,3 +83,4 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
                     "by_status": dict(by_status), "incomplete": incomplete is not None,
                     **({"reason": incomplete} if incomplete else {})},
     }
+    return Redactor.for_params(params).data(report)

@@ -8,7 +8,9 @@ through the same transport as the checks, as the `command` check. What may run:
     --apply --yes        also disruptive ones, without asking; never without a terminal
 
 The first node runs alone (a canary); after a failed fix, no fix starts on another node
-unless `keep_going`. Every executed fix is appended to the audit log (JSON lines).
+unless `keep_going`. Every executed fix is appended to the audit log (JSON lines), with secrets
+in its command hidden by the policy's redactor (the run's `Redactor.for_params` hides the values
+of secret-named parameters too).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from runbook.format import expr
 from runbook.library.runbooks import Library
+from runbook.run.redact import Redactor
 from runbook.run.walk import NodeOutcome
 from runbook.transports import Transport
 
@@ -42,6 +45,7 @@ class FixPolicy:
     max_nodes: int | None = None
     keep_going: bool = False
     audit_log: Path | None = None
+    redactor: Redactor = field(default_factory=Redactor)  # what the audit log hides
 
     def allows(self, effect: str) -> bool:
         if not self.apply:
@@ -130,14 +134,15 @@ def execute(planned: list[PlannedFix], transport: Transport, library: Library,
                 continue
             # A read-only fix that fails (a grep finding nothing) changed nothing: go on.
             ok = _run_one(item, transport, library) or item.effect == "read-only"
-            _audit(item, policy.audit_log)
+            _audit(item, policy.audit_log, policy.redactor)
             if on_result:
                 on_result(item)
         return ok
 
     # A canary first: one node alone, then the rest in parallel, stopping on failure.
     waves = [names[:1], names[1:]] if names else []
-    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(names) or 1))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(names) or 1)))
+    try:
         for wave in waves:
             if failed and not policy.keep_going:
                 for name in wave:
@@ -148,6 +153,10 @@ def execute(planned: list[PlannedFix], transport: Transport, library: Library,
             for name, ok in zip(wave, pool.map(run_node, wave), strict=True):
                 if not ok:
                     failed.append(name)
+    finally:
+        # On Ctrl-C, don't wait here for the fixes still running: the caller closes the
+        # transport, which stops them on their nodes.
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run_one(item: PlannedFix, transport: Transport, library: Library) -> bool:
@@ -198,7 +207,7 @@ def default_audit_log() -> Path:
     return Path(state) / "runbook" / "audit.jsonl"
 
 
-def _audit(item: PlannedFix, path: Path | None) -> None:
+def _audit(item: PlannedFix, path: Path | None, redactor: Redactor) -> None:
     if path is None:
         return
     runbook = item.outcome.conclusion_runbook
@@ -214,7 +223,7 @@ def _audit(item: PlannedFix, path: Path | None) -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:  # one line per fix, appended atomically enough
-        fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        fh.write(json.dumps(redactor.data(entry), ensure_ascii=False) + "\n")
 
 
 def _user() -> str:

@@ -20,6 +20,7 @@ from runbook.format import safeyaml
 from runbook.transports import Node
 
 LOCAL_NAMES = {"localhost"}
+MAX_HOSTS = 1_000_000  # in one range: enough for any cluster, refuses a typo's billion
 # Ansible connection variables -> ours
 _ANSIBLE_VARS = {"ansible_host": "host", "ansible_user": "user", "ansible_port": "port",
                  "ansible_python_interpreter": "python", "ansible_ssh_host": "host",
@@ -49,7 +50,7 @@ def expand(spec: str) -> list[str]:
     """Every host name a `--nodes` spec names, in order, without duplicates."""
     import hostlist
 
-    names: list[str] = []
+    names: dict[str, None] = {}  # ordered, and linear to de-duplicate at cluster scale
     for part in split_top_level(spec):
         if part.startswith("@"):
             found = read_hostfile(Path(part[1:]))
@@ -58,18 +59,18 @@ def expand(spec: str) -> list[str]:
                 found = hostlist.expand_hostlist(part)
             except hostlist.BadHostlist as exc:
                 raise NodeSpecError(f"--nodes: bad host list {part!r}: {exc}") from None
-        names.extend(n for n in found if n not in names)
+        names.update(dict.fromkeys(found))
     if not names:
         raise NodeSpecError(f"--nodes {spec!r}: names no host")
-    return names
+    return list(names)
 
 
 def read_hostfile(path: Path) -> list[str]:
     """One host per line; `# comments`, blank lines and MPI/DeepSpeed `slots=N` are allowed."""
     try:
         lines = safeyaml.read_text(path)[0].splitlines()
-    except OSError as exc:
-        raise NodeSpecError(f"--nodes @{path}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise NodeSpecError(f"--nodes @{_shown(path)}: {getattr(exc, 'strerror', None) or exc}") from None
     except safeyaml.LimitError as exc:
         raise NodeSpecError(f"{path}:{exc.line}: {exc.message}") from None
     hosts = []
@@ -81,6 +82,12 @@ def read_hostfile(path: Path) -> list[str]:
             raise NodeSpecError(f"{path}:{number}: expected 'host [slots=N]', got {line.strip()!r}")
         hosts.append(words[0])
     return hosts
+
+
+def _shown(path: Path) -> str:
+    """A path as it goes into a one-line message: control characters escaped."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def build_nodes(spec: str | None, inventory: str | None = None, group: str | None = None,
@@ -107,8 +114,8 @@ def load_inventory(path: Path, group: str | None) -> dict[str, dict[str, Any]]:
     """host -> vars, from our YAML inventory or an Ansible INI/YAML one."""
     try:
         text = safeyaml.read_text(path)[0]
-    except OSError as exc:
-        raise NodeSpecError(f"--inventory {path}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise NodeSpecError(f"--inventory {_shown(path)}: {getattr(exc, 'strerror', None) or exc}") from None
     except safeyaml.LimitError as exc:
         raise NodeSpecError(f"{path}:{exc.line}: {exc.message}") from None
     if path.suffix in (".ini", ".cfg", "") and not text.lstrip().startswith(("hosts:", "all:", "{")):
@@ -131,26 +138,46 @@ def load_inventory(path: Path, group: str | None) -> dict[str, dict[str, Any]]:
 
 def _ours(path: Path, data: dict[str, Any], group: str | None) -> dict[str, dict[str, Any]]:
     """hosts: {name: vars}, groups: {g: {hosts: [...], vars: {...}}}, vars: {...}."""
-    import hostlist
-
-    common = dict(data.get("vars") or {})
+    common = _mapping(path, data.get("vars"), "vars")
     hosts: dict[str, dict[str, Any]] = {}
-    for pattern, vars_ in (data.get("hosts") or {}).items():
-        for name in hostlist.expand_hostlist(str(pattern)):
-            hosts[name] = {**common, **(vars_ or {})}
-    groups = data.get("groups") or {}
+    for pattern, vars_ in _mapping(path, data.get("hosts"), "hosts").items():
+        for name in _hostlist(path, pattern):
+            hosts[name] = {**common, **_mapping(path, vars_, f"hosts.{pattern}")}
+    groups = _mapping(path, data.get("groups"), "groups")
     if group is None:
         return hosts
     if group not in groups:
-        raise NodeSpecError(f"{path}: no group {group!r} (groups: {', '.join(groups) or 'none'})")
-    body = groups[group] or {}
-    members = [n for p in body.get("hosts") or [] for n in hostlist.expand_hostlist(str(p))]
-    return {n: {**common, **hosts.get(n, {}), **(body.get("vars") or {})} for n in members}
+        raise NodeSpecError(f"{path}: no group {group!r} (groups: {', '.join(map(str, groups)) or 'none'})")
+    body = _mapping(path, groups[group], f"groups.{group}")
+    listed = body.get("hosts") or []
+    if not isinstance(listed, list):
+        raise NodeSpecError(f"{path}: groups.{group}.hosts must be a list of host names")
+    members = [n for p in listed for n in _hostlist(path, p)]
+    group_vars = _mapping(path, body.get("vars"), f"groups.{group}.vars")
+    return {n: {**common, **hosts.get(n, {}), **group_vars} for n in members}
 
 
-def _ansible_vars(vars_: dict[str, Any] | None) -> dict[str, Any]:
+def _mapping(path: Path, value: Any, where: str) -> dict[str, Any]:
+    """`value` as a mapping (None is empty), or a NodeSpecError naming the key."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise NodeSpecError(f"{path}: {where} must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def _hostlist(path: Path, pattern: Any) -> list[str]:
+    import hostlist
+
+    try:
+        return hostlist.expand_hostlist(str(pattern))
+    except hostlist.BadHostlist as exc:
+        raise NodeSpecError(f"{path}: bad host list {str(pattern)!r}: {exc}") from None
+
+
+def _ansible_vars(path: Path, vars_: Any, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, value in (vars_ or {}).items():
+    for key, value in _mapping(path, vars_, where).items():
         out[_ANSIBLE_VARS.get(key, key)] = value
     return out
 
@@ -158,14 +185,14 @@ def _ansible_vars(vars_: dict[str, Any] | None) -> dict[str, Any]:
 def _ansible_yaml(path: Path, data: dict[str, Any], group: str | None) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, dict[str, Any]]] = {}
 
-    def walk(name: str, body: dict[str, Any] | None, inherited: dict[str, Any]) -> None:
-        body = body or {}
-        vars_ = {**inherited, **_ansible_vars(body.get("vars"))}
+    def walk(name: str, body: Any, inherited: dict[str, Any]) -> None:
+        body = _mapping(path, body, name)
+        vars_ = {**inherited, **_ansible_vars(path, body.get("vars"), f"{name}.vars")}
         members = groups.setdefault(name, {})
-        for host, host_vars in (body.get("hosts") or {}).items():
-            for expanded in _ansible_range(str(host)):
-                members[expanded] = {**vars_, **_ansible_vars(host_vars)}
-        for child, child_body in (body.get("children") or {}).items():
+        for host, host_vars in _mapping(path, body.get("hosts"), f"{name}.hosts").items():
+            for expanded in _ansible_range(path, str(host)):
+                members[expanded] = {**vars_, **_ansible_vars(path, host_vars, f"{name}.hosts.{host}")}
+        for child, child_body in _mapping(path, body.get("children"), f"{name}.children").items():
             walk(child, child_body, vars_)
             members.update(groups[child])
 
@@ -201,8 +228,8 @@ def _ansible_ini(path: Path, text: str, group: str | None) -> dict[str, dict[str
         else:
             words = line.split()
             host_vars = dict(_ini_pair(path, number, w) for w in words[1:])
-            for host in _ansible_range(words[0]):
-                groups[section][host] = _ansible_vars(host_vars)
+            for host in _ansible_range(path, words[0]):
+                groups[section][host] = _ansible_vars(path, host_vars, section)
     return _resolve_ini(path, groups, children, group_vars, group)
 
 
@@ -212,7 +239,7 @@ def _resolve_ini(path: Path, groups: dict[str, dict[str, dict[str, Any]]],
     def members(name: str, seen: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]]:
         if name in seen:
             return {}
-        own_vars = _ansible_vars(group_vars.get(name))
+        own_vars = _ansible_vars(path, group_vars.get(name), f"[{name}:vars]")
         out = {h: {**own_vars, **v} for h, v in groups.get(name, {}).items()}
         for child in children.get(name, []):
             for host, v in members(child, seen | {name}).items():
@@ -243,17 +270,27 @@ def _ini_value(value: str) -> Any:
     return int(value) if value.isdigit() else value
 
 
-def _ansible_range(pattern: str) -> list[str]:
-    """Ansible's `gpu[01:04]` ranges (with a colon) -> names."""
+def _ansible_range(path: Path, pattern: str) -> list[str]:
+    """Ansible's `gpu[01:04]` and `node[a:f]` ranges (with a colon) -> names."""
     match = re.search(r"\[([0-9a-z]+):([0-9a-z]+)(?::([0-9]+))?\]", pattern)
     if not match:
         return [pattern]
     start, end, step = match.group(1), match.group(2), int(match.group(3) or 1)
     head, tail = pattern[: match.start()], pattern[match.end():]
+    if step == 0:
+        raise NodeSpecError(f"{path}: host range {pattern!r} has a step of 0")
     if start.isdigit() and end.isdigit():
         width = len(start) if start.startswith("0") else 0
-        values = [str(i).zfill(width) for i in range(int(start), int(end) + 1, step)]
+        count = (int(end) - int(start)) // step + 1
+        values = (str(i).zfill(width) for i in range(int(start), int(end) + 1, step))
+    elif len(start) == 1 and len(end) == 1 and start.isalpha() and end.isalpha():
+        count = (ord(end) - ord(start)) // step + 1
+        values = (chr(c) for c in range(ord(start), ord(end) + 1, step))
     else:
-        values = [chr(c) for c in range(ord(start), ord(end) + 1, step)]
-    return [n for v in values for n in _ansible_range(head + v + tail)]
+        raise NodeSpecError(f"{path}: host range {pattern!r}: expected numbers [01:16] or single"
+                            " letters [a:f]")
+    if count > MAX_HOSTS:
+        raise NodeSpecError(f"{path}: host range {pattern!r} names {count:,} hosts, more than"
+                            f" {MAX_HOSTS:,}")
+    return [n for v in values for n in _ansible_range(path, head + v + tail)]
 

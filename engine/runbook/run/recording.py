@@ -81,8 +81,9 @@ class RecordingTransport:
 def build_recording(runbook: Runbook, outcomes: list[NodeOutcome],
                     answers: dict[str, list[RecordedAnswer]], params: dict[str, Any],
                     recorded_at: str, redactor: Redactor | None = None) -> dict[str, Any]:
-    """The `runbook-recording/v1` document of one walk, secrets hidden."""
-    redactor = redactor or Redactor()
+    """The `runbook-recording/v1` document of one walk, secrets hidden (the values of secret-named
+    parameters too, wherever a check's parameters or results repeat them)."""
+    redactor = redactor or Redactor.for_params(params)
     nodes = []
     for outcome in outcomes:
         results: dict[str, list[dict[str, Any]]] = {}

@@ -23,6 +23,7 @@ from markupsafe import Markup
 from runbook.format import taxonomy
 from runbook.format.model import LANGS, Runbook, Text
 from runbook.format.problems import Problem, errors
+from runbook.run.redact import Redactor
 from runbook.site import pages as P
 from runbook.site.flowchart import flowchart_svg
 from runbook.site.markdown import MarkdownRenderer
@@ -108,8 +109,9 @@ def _render_share(share: tuple[int, int]) -> None:
 
 
 def _render_some(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
+    redactor = Redactor()  # a runbook from a pull request may quote a real token
     for page in pages:
-        html = render_page(page, content, theme)
+        html = redactor.credentials(render_page(page, content, theme))
         target = out / page.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, "utf-8")

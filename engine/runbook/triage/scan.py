@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,7 +179,9 @@ class Triage:
         numbers: list[int] = []
         texts: list[str] = []
         size = 0
-        for first, last, text in join_wrapped(lines, self.lines + 1):
+        # A newline inside a "line" would make the block's lines disagree with `numbers`.
+        one_line = (line.replace("\n", " ") if "\n" in line else line for line in lines)
+        for first, last, text in join_wrapped(one_line, self.lines + 1):
             numbers.append(first)
             texts.append(text)
             self.lines = last
@@ -240,15 +242,8 @@ def triage(lines: Iterable[str], library: Library,
            on_warning: Callable[[str], None] | None = None) -> list[Match]:
     """Runbooks whose signatures match `lines`, best first."""
     scanner = Triage(library, on_warning)
-    scanner.feed(_bare(lines))
+    scanner.feed(line.rstrip("\r\n") for line in lines)
     return scanner.matches()
-
-
-def _bare(lines: Iterable[str]) -> Iterator[str]:
-    """Lines without their endings; a line with newlines inside is one line."""
-    for line in lines:
-        line = line.rstrip("\r\n")
-        yield line.replace("\n", " ") if "\n" in line else line
 
 
 def _find(pattern: _Pattern, block: _Block) -> list[tuple[int, int]]:
