@@ -29,7 +29,7 @@ PACKAGE = ROOT / "engine" / "runbook"
 # one layer are independent of each other. "runbook" is the top-level __init__ (its version).
 LAYERS: list[set[str]] = [
     {"runbook", "checks"},                    # the node side's registry and the version
-    {"probe", "transports"},                  # the node side, and getting a request to a node
+    {"probe", "transports", "jobs"},          # the node side, getting a request to a node; job analyses
     {"format"},                               # what a runbook file is
     {"library"},                              # every runbook and article, found and searchable
     {"run", "triage", "i18n"},                # walking nodes; reading logs; two languages

@@ -36,6 +36,7 @@ REQUESTS = {
     "stack": {"pid": 1, "native": False},
     "torch": {"gpus_per_node": 2, "num_nodes": 1},
     "nccl": {"pid": 1},
+    "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
 }
 
 

@@ -34,7 +34,7 @@ EXPECTED = {
     "18-warning-without-taxonomy": ("20:15", "conclusions.gone.taxonomy", "at least one taxonomy"),
     "19-bad-param-type": ("12:53", "steps.first.check.with.pid", "is not of type"),
     "20-bad-id": ("2:5", "id", "not a valid id"),
-    "21-bad-signature": ("8:15", "signatures[1].pattern", "pattern does not compile: missing ),"),
+    "21-bad-signature": ("8:15", "signatures[1].pattern", "pattern not a valid regular expression"),
 }
 
 

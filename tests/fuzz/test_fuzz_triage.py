@@ -17,7 +17,7 @@ from runbook.triage.logstream import LogSourceError, read_lines
 from runbook.triage.scan import Triage, triage
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = sorted((ROOT / "tests" / "data" / "logs").iterdir())
+LOGS = sorted(p for p in (ROOT / "tests" / "data" / "logs").iterdir() if p.name != "labels.yaml")
 
 
 def _text(path: Path) -> str:

@@ -19,7 +19,8 @@ from runbook.format.model import Signature
 from runbook.library.runbooks import load_library
 from runbook.triage.lognorm import join_wrapped, normalize
 from runbook.triage.logstream import read_lines
-from runbook.triage.scan import Match, Triage, triage
+from runbook.triage.scan import Triage, triage
+from runbook.triage.verdict import Match
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "data" / "logs"
@@ -82,7 +83,7 @@ KEY_LOGS = [
     ("05-nccl-watchdog-pg-guid.log", "training-hang", "hang.collective", None),
     ("19-dataloader-token-buffer.log", "training-hang", "hang.dataloader", "training-hang"),
     ("57-wrapped-watchdog.log", "training-hang", "hang.collective", None),
-    ("59-oom-then-watchdog.log", "training-hang", "oom.gpu", "training-hang"),
+    ("59-oom-then-watchdog.log", "cuda-oom", "oom.gpu", "cuda-oom"),
     ("01-cuda-oom-torch2.log", "cuda-oom", "oom.gpu", "cuda-oom"),
     ("06-nccl-shm.log", "nccl-errors", "nccl.system-error", "nccl-errors"),
     ("11-port-in-use.log", "ddp-errors", "launch.port-in-use", "ddp-errors"),
@@ -103,35 +104,61 @@ def test_key_logs_exactly(library, name: str, needs: str, first_id: str,  # type
         assert best.runbook == runbook
 
 
-def test_replaying_the_exit_step_narrows_the_taxonomy(library) -> None:  # type: ignore[no-untyped-def]
-    """training-hang's watchdog signature enters 'How did the job end?': only the ending this log shows."""
+def test_a_match_names_one_conclusion_and_its_own_taxonomy(library) -> None:  # type: ignore[no-untyped-def]
+    """The watchdog line is evidence for one conclusion (not every id training-hang can reach),
+    and a knock-on: the cause is elsewhere."""
     matches = triage(["[rank3]:[E501 12:30:00.123 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
                       "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for "
                       "1800000 milliseconds before timing out."], library)
     hang = next(m for m in matches if m.runbook == "training-hang")
-    assert (hang.entry, hang.taxonomy) == ("exit-signatures", ["hang.collective"])
+    assert (hang.entry, hang.conclusion, hang.taxonomy) == (
+        "exit-signatures", "crashed-collective-timeout", ["hang.collective"])
+    assert hang.role == "knock-on" and hang.title.en == "The NCCL watchdog killed a stuck collective"
     assert hang.lines()[0].line_no == 1 and hang.lines()[0].text.startswith("[rank3]:")
+    assert hang.first is not None and hang.first.rank == 3 and hang.first.time == "12:30:00.123"
+    for match in matches:
+        conclusion = library.get(match.runbook).conclusions[match.conclusion]
+        assert match.taxonomy == conclusion.taxonomy[:3]
 
 
 # ---- ranking ----------------------------------------------------------------------------------
 
+OOM = "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+WATCHDOG = ("[rank0]: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+            "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.")
 
-def test_specific_late_signature_beats_generic_and_early_ones(library) -> None:  # type: ignore[no-untyped-def]
-    library.get("training-hang").signatures.append(Signature(r"Traceback \(most recent call last\)"))
+
+def test_the_cause_comes_before_the_knock_ons_that_outnumber_it(library) -> None:  # type: ignore[no-untyped-def]
+    """One rank's OOM, then many watchdog timeouts on the others, later and more numerous."""
+    matches = triage(["step 1", OOM, *[WATCHDOG] * 40], library)
+    assert matches[0].role == "cause" and "oom.gpu" in matches[0].taxonomy
+    assert matches[0].first is not None and matches[0].first.rank == 1
+    roles = [m.role for m in matches]
+    assert roles == sorted(roles, key=lambda r: r != "cause"), "every cause before every knock-on"
+
+
+def test_among_causes_the_earliest_comes_first(library) -> None:  # type: ignore[no-untyped-def]
+    late_oom_first = triage(["error: unrecognized arguments: --foo", "x", OOM], library)
+    assert late_oom_first[0].runbook == "cli-args"
+    early_oom = triage([OOM, "x", "error: unrecognized arguments: --foo"], library)
+    assert "oom.gpu" in early_oom[0].taxonomy
+
+
+def test_a_specific_signature_beats_a_generic_one_that_comes_earlier(library) -> None:  # type: ignore[no-untyped-def]
+    library.get("training-hang").signatures.append(
+        Signature(r"Traceback \(most recent call last\)", None, "log-stalled"))
     try:
-        lines = ["Token buffer: 10/100"] + ["Traceback (most recent call last):"] * 50 + [
-            "  File \"train.py\", line 1", "Watchdog caught collective operation timeout"]
-        scanner = Triage(library)
-        scanner.feed(lines)
-        hits = {h.pattern: h for m in scanner.matches() for h in m.signatures if m.runbook == "training-hang"}
+        lines = ["Traceback (most recent call last):"] * 50 + ['  File "train.py", line 1', OOM]
+        matches = Triage(library)
+        matches.feed(lines)
+        ranked = matches.matches()
     finally:
         library.get("training-hang").signatures.pop()
-    generic = hits[r"Traceback \(most recent call last\)"]
-    assert generic.generic and generic.count == 50
-    assert hits["Watchdog caught collective operation timeout"].score > generic.score
-    assert hits["Watchdog caught collective operation timeout"].score > hits[
-        r"Token buffer:\s*\d+\s*/\s*\d+"].score
-    assert len(generic.lines()) == 6  # first 3 and last 3 kept, however many matched
+    generic = next(m for m in ranked if m.conclusion == "log-stalled")
+    assert generic.generic and generic.signatures[0].count == 50
+    assert ranked.index(generic) > 0 and "oom.gpu" in ranked[0].taxonomy
+    assert generic.confidence < ranked[0].confidence
+    assert len(generic.signatures[0].lines()) == 6  # first 3 and last 3 kept, however many matched
 
 
 def test_invalid_signature_is_skipped_with_a_warning(library) -> None:  # type: ignore[no-untyped-def]
@@ -142,7 +169,7 @@ def test_invalid_signature_is_skipped_with_a_warning(library) -> None:  # type: 
         scanner.feed(["Token buffer: 10/100"])
     finally:
         library.get("training-hang").signatures.pop()
-    assert len(warnings) == 1 and "'(unclosed' is not a valid regex" in warnings[0]
+    assert len(warnings) == 1 and "'(unclosed': not a valid regular expression" in warnings[0]
     assert [m.runbook for m in scanner.matches()][:1] == ["training-hang"]
 
 
@@ -301,17 +328,23 @@ def test_json_shape(runbook_cli) -> None:  # type: ignore[no-untyped-def]
     result = runbook_cli("triage", str(log), "--format", "json", "--top", "2")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"schema", "source", "lines", "notes", "matches"}
+    assert set(report) == {"schema", "source", "sources", "lines", "notes", "verdict", "summary", "matches"}
     assert report["notes"] == []  # an ordinary text log: nothing to say about its shape
     assert report["schema"] == "runbook-triage/v1" and report["source"] == str(log)
+    assert report["sources"] == [{"file": str(log), "host": None, "rank": None}]
     assert report["lines"] == len(log.read_text("utf-8").splitlines())
+    assert report["verdict"] == "cause" and report["summary"].startswith("rank 6: ")
+    assert "GPU memory" in report["summary"]
+    assert "(rank 0, 14:32:33.002118) follows from it" in report["summary"]
     assert 1 <= len(report["matches"]) <= 2
-    scores = [m["score"] for m in report["matches"]]
-    assert scores == sorted(scores, reverse=True)
     for match in report["matches"]:
-        assert {"runbook", "entry", "taxonomy", "score", "why", "lines"} <= set(match)
-        assert isinstance(match["taxonomy"], list) and isinstance(match["score"], float)
-        assert match["lines"] and all(set(line) == {"line_no", "text"} for line in match["lines"])
+        assert {"kind", "runbook", "entry", "conclusion", "taxonomy", "role", "confidence", "score", "why",
+                "first", "lines", "signatures"} <= set(match)
+        assert set(match["conclusion"]) == {"id", "title", "taxonomy"}
+        assert match["taxonomy"] == match["conclusion"]["taxonomy"] and len(match["taxonomy"]) <= 3
+        assert 0 < match["confidence"] <= 1 and match["role"] in ("cause", "knock-on")
+        assert match["lines"] and all(set(line) == {"file", "line_no", "text", "rank", "host", "time"}
+                                      for line in match["lines"])
         assert "line" in match["why"]
 
 
@@ -330,11 +363,14 @@ def test_exit_codes(tmp_path: Path, runbook_cli) -> None:  # type: ignore[no-unt
     quiet.write_text("epoch 1 done\nall good\n")
     nothing = runbook_cli("triage", str(quiet))
     assert nothing.returncode == 1
-    assert nothing.stdout.strip() == f"no runbook signature matches {quiet} (2 lines)"
+    assert nothing.stdout.strip().splitlines() == [
+        f"{quiet} (2 lines)", "no error found: no line reads as an error and no signature matches"]
     missing = runbook_cli("triage", str(tmp_path / "nope.log"))
     assert missing.returncode == 2 and missing.stdout == ""
-    assert missing.stderr.strip() == f"runbook triage: {tmp_path / 'nope.log'}: no such file"
-    assert runbook_cli("triage", str(tmp_path)).returncode == 2
+    assert missing.stderr.strip() == f"runbook triage: {tmp_path / 'nope.log'}: no such file or directory"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert runbook_cli("triage", str(empty)).returncode == 2
     assert runbook_cli("triage", str(quiet), "--top", "0").returncode == 2
 
 

@@ -32,6 +32,7 @@ CHECK_TYPES: dict[str, str] = {
     "stack": "runbook.checks.stack",
     "torch": "runbook.checks.torch_info",
     "nccl": "runbook.checks.nccl",
+    "flight_recorder": "runbook.checks.flight_recorder",
 }
 
 

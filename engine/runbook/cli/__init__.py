@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("runbook.cli.migrate", "upgrade runbook files written for an older apiVersion (in place)"),
     "new": ("runbook.cli.new", "scaffold a new runbook, its tests and its knowledge-base article"),
     "check": ("runbook.cli.check", "run one check ad hoc on nodes (like ansible -m) and print its result"),
-    "triage": ("runbook.cli.triage", "rank the runbooks a log points to, from their log signatures"),
+    "triage": ("runbook.cli.triage", "name the failures logs show, causes first"),
     "search": ("runbook.cli.search", "search runbooks and knowledge-base articles (English or 中文)"),
     "site": ("runbook.cli.site", "build or preview the bilingual static site (site build | site serve)"),
     "collect": ("runbook.cli.collect", "gather a redacted diagnosis bundle (.tar.gz) from every node"),

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     incomplete = _interrupt_reason() if walked.interrupted else None
     report = build_report(plan.runbook, walked.outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                           time.monotonic() - clock, args.lang, plan.params, walked.fix_results,
-                          incomplete=incomplete)
+                          incomplete=incomplete, job_verdicts=getattr(walked.walk, "job_verdicts", None))
     _emit(reporter.render(report), args.output)
     if walked.interrupted:
         print(f"runbook: {incomplete}: the report is incomplete", file=sys.stderr)

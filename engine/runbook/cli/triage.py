@@ -1,79 +1,77 @@
-"""`runbook triage FILE|-`: which runbooks a log points to, ranked, with the lines that matched."""
+"""`runbook triage LOG...`: the failures the logs show, causes first, with the lines that say so."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runbook.triage.scan import Match
+    from runbook.format.model import Runbook
+    from runbook.triage.result import TriageResult
+    from runbook.triage.verdict import Match
 
-SHOWN_LINES = 3  # matched lines printed per runbook in text output
-SHOWN_IDS = 4  # taxonomy ids printed per runbook in text output (JSON has them all)
+SHOWN_LINES = 3  # matched lines printed per match in text output
 LINE_WIDTH = 150
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.log != "-" and not os.path.isfile(args.log):
-        what = "is a directory" if os.path.isdir(args.log) else "no such file"
-        print(f"runbook triage: {args.log}: {what}", file=sys.stderr)
-        return 2
     from runbook.cli.library_warnings import warn_unloaded
+    from runbook.library.kb import load_kb
     from runbook.library.runbooks import load_library
-    from runbook.triage.logstream import LogShape, LogSourceError, open_log
-    from runbook.triage.scan import Triage
+    from runbook.triage.logstream import LogSourceError
+    from runbook.triage.result import triage_sources
+    from runbook.triage.sources import SourceError, expand_inputs
 
+    try:
+        sources = expand_inputs(args.logs)
+    except SourceError as exc:
+        print(f"runbook triage: {exc}", file=sys.stderr)
+        return 2
     library = load_library()
     warn_unloaded(library)
-    scanner = Triage(library, on_warning=lambda m: print(f"runbook: warning: {m}", file=sys.stderr))
     try:
-        shape = LogShape()
-        with open_log(args.log, shape) as lines:
-            scanner.feed(lines)
+        result = triage_sources(library, load_kb(), sources,
+                                on_warning=lambda m: print(f"runbook: warning: {m}", file=sys.stderr))
     except LogSourceError as exc:
         print(f"runbook triage: {exc}", file=sys.stderr)
         return 2
-    matches = scanner.matches()[: args.top]
-    source = "<stdin>" if args.log == "-" else args.log
+    result.matches = result.matches[: args.top]
     if args.format == "json":
-        _print_json(source, scanner.lines, matches, args.lang, shape.notes())
+        print(json.dumps(result.to_json(args.lang), ensure_ascii=False, indent=2))
     else:
-        _print_text(source, scanner.lines, matches, args.lang, library)
-        for note in shape.notes():
-            print(f"note: {note}")
-    return 0 if matches else 1
+        _print_text(result, args.lang, library)
+    return 0 if result.verdict != "no-error" else 1
 
 
-def _print_json(source: str, lines: int, matches: list[Match], lang: str, notes: list[str]) -> None:
-    from runbook.triage.scan import SCHEMA
-
-    print(json.dumps({"schema": SCHEMA, "source": source, "lines": lines, "notes": notes,
-                      "matches": [m.to_json(lang) for m in matches]}, ensure_ascii=False, indent=2))
-
-
-def _print_text(source: str, lines: int, matches: list[Match], lang: str, library: object) -> None:
+def _print_text(result: TriageResult, lang: str, library: object) -> None:
     zh = lang == "zh"
-    if not matches:
-        print(f"{source}（{lines} 行）中没有匹配任何 runbook 特征" if zh
-              else f"no runbook signature matches {source} ({lines} lines)")
-        return
-    print(f"{source}（{lines} 行）：{len(matches)} 个 runbook 匹配" if zh
-          else f"{source} ({lines} lines): {len(matches)} runbook{'s' if len(matches) > 1 else ''} match")
-    for rank, match in enumerate(matches, 1):
-        runbook = library.get(match.runbook)  # type: ignore[attr-defined]
-        title = runbook.title.get(lang) if runbook else ""
+    names = ", ".join(s.path for s in result.sources[:3]) + (" ..." if len(result.sources) > 3 else "")
+    print(f"{names}（{result.lines} 行）" if zh else f"{names} ({result.lines} lines)")
+    print(result.summary(lang))
+    for rank, match in enumerate(result.matches, 1):
+        runbook = library.get(match.runbook) if match.runbook else None  # type: ignore[attr-defined]
         print()
-        print(f"{rank:2d}. {match.runbook} — {title}  ({'得分' if zh else 'score'} {match.score:.1f})")
-        taxonomy = ", ".join(match.taxonomy[:SHOWN_IDS]) or "-"
-        if len(match.taxonomy) > SHOWN_IDS:
-            taxonomy += f" (+{len(match.taxonomy) - SHOWN_IDS})"
-        print(f"    {'入口' if zh else 'entry'}: {match.entry}    "
-              f"{'分类' if zh else 'taxonomy'}: {taxonomy}")
-        print(f"    {match.why(lang)}")
-        for hit in match.lines()[-SHOWN_LINES:]:
-            text = hit.text if len(hit.text) <= LINE_WIDTH else hit.text[: LINE_WIDTH - 1] + "…"
-            print(f"    {hit.line_no:>7} │ {text}")
-        print(f"    → runbook run {match.runbook}")
+        _print_match(rank, match, lang, runbook, many_files=len(result.sources) > 1)
+    for note in result.notes:
+        print(f"{'注' if zh else 'note'}: {note}")
+
+
+def _print_match(rank: int, match: Match, lang: str, runbook: Runbook | None, many_files: bool) -> None:
+    zh = lang == "zh"
+    role = {"cause": "根因" if zh else "cause", "knock-on": "后果" if zh else "knock-on",
+            "similar": "相似" if zh else "similar"}[match.role]
+    name = f"{match.runbook}:{match.conclusion}" if match.runbook else f"kb/{match.conclusion}"
+    print(f"{rank:2d}. [{role}] {match.title.get(lang)}  ({name}, "
+          f"{'置信度' if zh else 'confidence'} {match.confidence:.2f})")
+    print(f"    {'分类' if zh else 'taxonomy'}: {', '.join(match.taxonomy) or '-'}")
+    print(f"    {match.why(lang)}")
+    for hit in match.lines()[-SHOWN_LINES:]:
+        text = hit.text if len(hit.text) <= LINE_WIDTH else hit.text[: LINE_WIDTH - 1] + "…"
+        place = f"{hit.where:>7}" if many_files else f"{hit.line_no:>7}"
+        print(f"    {place} │ {text}")
+    if runbook is not None:
+        print(f"    → runbook run {match.runbook}" + (f"  ({runbook.title.get(lang)})" if runbook else ""))
+    elif match.kind == "article":
+        print(f"    → runbook show kb/{match.conclusion}")

@@ -11,8 +11,9 @@ def positive_int(value: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("log", metavar="FILE",
-                        help="the log to read, plain or gzip ('-' reads stdin)")
+    parser.add_argument("logs", metavar="LOG", nargs="+",
+                        help="the logs to read, plain or gzip: files, directories of rank or node "
+                             "logs (read whole), or '-' for stdin")
     parser.add_argument("--top", type=positive_int, default=10, metavar="N",
                         help="show the N best matches (default 10)")
     add_format(parser)

@@ -34,7 +34,7 @@ from jinja2.filters import make_attrgetter
 from jinja2.runtime import ChainableUndefined, Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
-NAMES = ("result", "cluster", "steps", "params", "node")
+NAMES = ("result", "cluster", "steps", "params", "node", "job")
 # Allowed in expressions besides NAMES: literals.
 _LITERAL_NAMES = {"true", "false", "none", "True", "False", "None"}
 

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from runbook.checks import CHECK_TYPES, load_check
-from runbook.format import expr, taxonomy
+from runbook.format import expr, patterns, taxonomy
 from runbook.format.engine_version import (
     API_VERSION,
     API_VERSIONS,
@@ -29,6 +29,7 @@ from runbook.format.engine_version import (
     unsupported_api_version,
 )
 from runbook.format.model import (
+    Analysis,
     Branch,
     ChangelogEntry,
     Check,
@@ -69,6 +70,7 @@ class Compiled:
     fix_runs: dict[tuple[str, int], Any] = field(default_factory=dict)
     fix_verify_with: dict[tuple[str, int], Any] = field(default_factory=dict)  # (conclusion, fix)
     fix_verify_passes: dict[tuple[str, int], expr.Expression] = field(default_factory=dict)
+    findings: dict[str, Any] = field(default_factory=dict)  # conclusion -> {"en", "zh"} templates
 
 
 @dataclass
@@ -294,13 +296,24 @@ class _Checker:
                 continue  # the schema reports it
             pattern = signature.get("pattern")
             if isinstance(pattern, str):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    self.add(("signatures", i, "pattern"),
-                             f"pattern does not compile: {exc} (a Python regular expression)")
+                reason = patterns.portability_problem(pattern)
+                if reason:
+                    self.add(("signatures", i, "pattern"), f"pattern {reason}")
             if "goto" in signature:
                 self._check_target(("signatures", i, "goto"), signature["goto"], targets)
+            self._check_signature_conclusion(i, signature)
+
+    def _check_signature_conclusion(self, i: int, signature: dict[str, Any]) -> None:
+        """A signature names the one failure its line shows: `conclusion`, or a conclusion as
+        its `goto`. Without either, triage can only guess from the text (a warning)."""
+        conclusions = self.data.get("conclusions") if isinstance(self.data.get("conclusions"), dict) else {}
+        named, goto = signature.get("conclusion"), signature.get("goto")
+        if isinstance(named, str) and named not in conclusions:
+            self.add(("signatures", i, "conclusion"), f"no conclusion named {named!r}"
+                     f"{did_you_mean(named, list(conclusions))}")
+        elif named is None and goto not in conclusions:
+            self.add(("signatures", i), "the signature names no conclusion: add `conclusion:`"
+                     " (the failure this line shows), so triage names it", severity="warning")
 
     def _check_target(self, path: DocPath, target: Any, targets: list[str]) -> None:
         if not isinstance(target, str) or ":" in target:
@@ -349,6 +362,7 @@ class _Checker:
         self._check_timeout(path, check.get("timeout"))
         if not isinstance(ctype, str) or ctype not in CHECK_TYPES:
             return  # reported by the schema's enum
+        self._check_analysis(path[:-1], ctype)
         with_ = check.get("with") if isinstance(check.get("with"), dict) else {}
         try:
             self.compiled.with_[step_id] = expr.compile_value(with_, _shell_params(ctype))
@@ -357,6 +371,18 @@ class _Checker:
         self._check_param_refs((*path, "with"), json.dumps(with_, default=str), params)
         literal = {k: v for k, v in with_.items() if not (isinstance(v, str) and "{{" in v)}
         self._check_params_schema(path, ctype, literal, templated=set(with_) - set(literal))
+
+    def _check_analysis(self, step_path: DocPath, ctype: str) -> None:
+        """An analysis reads the results of particular checks: say so when a step pairs it with
+        another (the schema has already refused an unknown name)."""
+        from runbook import jobs
+
+        step = self.data["steps"].get(step_path[-1]) if isinstance(self.data.get("steps"), dict) else None
+        analysis = step.get("analysis") if isinstance(step, dict) else None
+        name = analysis.get("type") if isinstance(analysis, dict) else analysis
+        if isinstance(name, str) and name in jobs.READS and ctype not in jobs.READS[name]:
+            self.add((*step_path, "analysis"), f"analysis {name!r} reads the results of "
+                     f"{', '.join(jobs.READS[name])} checks, not {ctype!r}")
 
     def _check_timeout(self, path: DocPath, value: Any) -> None:
         try:
@@ -423,6 +449,13 @@ class _Checker:
             if isinstance(tid, str) and tid not in known:  # other types: the schema's error
                 self.add((*base, "taxonomy", i), f"unknown taxonomy id {tid!r}"
                          f"{did_you_mean(str(tid), known)} (see taxonomy.yaml)")
+        finding = conclusion.get("finding")
+        if isinstance(finding, dict):
+            try:
+                self.compiled.findings[cid] = expr.compile_value(
+                    {lang: finding[lang] for lang in ("en", "zh") if isinstance(finding.get(lang), str)})
+            except expr.ExprError as exc:
+                self.add((*base, "finding"), f"bad template: {exc}")
         fixes = conclusion.get("fixes") if isinstance(conclusion.get("fixes"), list) else []
         for i, fix in enumerate(fixes):
             run = fix.get("run") if isinstance(fix, dict) else None
@@ -515,12 +548,18 @@ def _build(data: dict[str, Any], file: str, digest: str) -> Runbook:
         id=data["id"], version=data["version"], title=_req_text(data["title"]),
         summary=_req_text(data["summary"]), tags=list(data.get("tags") or []),
         symptoms=[_req_text(s) for s in data.get("symptoms") or []],
-        signatures=[Signature(s["pattern"], s.get("goto")) for s in data.get("signatures") or []],
+        signatures=[_signature(s, data.get("conclusions") or {}) for s in data.get("signatures") or []],
         params=params, start=data["start"], steps=steps, conclusions=conclusions,
         changelog=[ChangelogEntry(c["version"], Text(c["en"], c["zh"]))
                    for c in data.get("changelog") or []],
         path=file, digest=digest,
     )
+
+
+def _signature(s: dict[str, Any], conclusions: dict[str, Any]) -> Signature:
+    goto = s.get("goto")
+    conclusion = s.get("conclusion") or (goto if goto in conclusions else None)
+    return Signature(s["pattern"], goto, conclusion, s.get("role", "cause"))
 
 
 def _build_step(step_id: str, s: dict[str, Any]) -> Step:
@@ -531,7 +570,16 @@ def _build_step(step_id: str, s: dict[str, Any]) -> Step:
         check=Check(check["type"], dict(check.get("with") or {}), timeout),
         branches=[Branch(b["when"], b["goto"], _text(b.get("note"))) for b in s.get("branches") or []],
         default=s.get("default"), description=_text(s.get("description")),
+        analysis=_analysis(s.get("analysis")),
     )
+
+
+def _analysis(value: Any) -> Analysis | None:
+    if isinstance(value, str):
+        return Analysis(value)
+    if isinstance(value, dict):
+        return Analysis(value["type"], dict(value.get("with") or {}))
+    return None
 
 
 def _verify(v: dict[str, Any] | None) -> Verify | None:
@@ -547,7 +595,8 @@ def _build_conclusion(cid: str, c: dict[str, Any]) -> Conclusion:
                  _verify(f.get("verify")))
              for f in c.get("fixes") or []]
     return Conclusion(cid, c["severity"], list(c["taxonomy"]), _req_text(c["title"]),
-                      _req_text(c["explanation"]), fixes, list(c.get("see_also") or []))
+                      _req_text(c["explanation"]), fixes, list(c.get("see_also") or []),
+                      _text(c.get("finding")))
 
 
 def _mapping(value: Any) -> dict[Any, Any]:

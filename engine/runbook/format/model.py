@@ -52,6 +52,15 @@ class Step:
     branches: list[Branch]
     default: str | None
     description: Text | None = None
+    analysis: Analysis | None = None
+
+
+@dataclass
+class Analysis:
+    """A job-level analysis of a step's results on every node (engine/runbook/jobs/)."""
+
+    type: str
+    with_: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -80,12 +89,21 @@ class Conclusion:
     explanation: Text
     fixes: list[Fix]
     see_also: list[str] = field(default_factory=list)
+    finding: Text | None = None  # a template over the evidence: the fact, shown first
 
 
 @dataclass
 class Signature:
+    """A log line that is evidence for one conclusion. `goto` is where triage enters the
+    runbook (a step that confirms it, or the conclusion itself); `conclusion` is the failure
+    the line shows (it defaults to `goto` when that is a conclusion). A `knock-on` line
+    follows from a failure elsewhere (a watchdog timeout after another rank's OOM): triage
+    ranks every `cause` before it."""
+
     pattern: str
     goto: str | None = None
+    conclusion: str | None = None
+    role: str = "cause"
 
 
 @dataclass

@@ -240,7 +240,10 @@ class _Walker:
         if merged.get("examples"):
             return merged["examples"][0]
         if "properties" in merged:
-            parts = {key: self.example(child) for key, child in merged["properties"].items()}
+            # `x-example-omit`: documented with its own example, left out of the assembled runbook
+            # (an analysis needs a check that reads what the example step's check does not).
+            parts = {key: self.example(child) for key, child in merged["properties"].items()
+                     if not child.get("x-example-omit")}
             return {key: value for key, value in parts.items() if value is not _MISSING}
         if merged.get("type") == "array" and isinstance(merged.get("items"), dict):
             item = self.example(merged["items"])

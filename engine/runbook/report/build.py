@@ -13,9 +13,12 @@ SCHEMA = "runbook-report/v1"
 PROBLEM_SEVERITIES = ("warning", "critical")
 
 
-def exit_code(nodes: list[dict[str, Any]]) -> int:
-    """0 nothing found; 1 a warning/critical conclusion; 3 a node undiagnosed and no problem."""
+def exit_code(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]] | None = None) -> int:
+    """0 nothing found; 1 a warning/critical conclusion, or a job-level verdict that is a problem
+    (even when every node alone looks fine); 3 a node undiagnosed and no problem."""
     if any((n.get("conclusion") or {}).get("severity") in PROBLEM_SEVERITIES for n in nodes):
+        return 1
+    if any(job.get("problem") for job in jobs or []):
         return 1
     if any(n["status"] != CONCLUDED for n in nodes):
         return 3
@@ -25,9 +28,22 @@ def exit_code(nodes: list[dict[str, Any]]) -> int:
 FixResults = dict[tuple[str, int], dict[str, Any]]  # (node, fix index) -> what happened
 
 
+def job_entry(verdict: Any, lang: str) -> dict[str, Any]:
+    """One job-level verdict for the report's summary: what the analysis of a step found."""
+    result = verdict.result
+    finding = result.get("finding") or {}
+    return {"step": verdict.step, "analysis": result.get("analysis"), "verdict": result.get("verdict"),
+            "problem": bool(result.get("problem")), "taxonomy": list(result.get("taxonomy") or []),
+            "finding": finding.get(lang) or finding.get("en") or "",
+            "ranks": list(result.get("ranks") or []), "hosts": list(result.get("hosts") or []),
+            "suspects": sorted(n for n, part in (result.get("nodes") or {}).items() if part.get("suspect"))}
+
+
 def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"node": outcome.node.name, "status": outcome.status,
                              "path": list(outcome.path)}
+    if outcome.finding:
+        entry["finding"] = outcome.finding.get(lang) or next(iter(outcome.finding.values()))
     if outcome.conclusion is not None:
         c, rb = outcome.conclusion, outcome.conclusion_runbook
         entry["conclusion"] = {
@@ -58,12 +74,14 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
 
 def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
                  duration_s: float, lang: str, params: dict[str, Any],
-                 fix_results: FixResults | None = None, incomplete: str | None = None) -> dict[str, Any]:
+                 fix_results: FixResults | None = None, incomplete: str | None = None,
+                 job_verdicts: list[Any] | None = None) -> dict[str, Any]:
     """The report; `incomplete` is why the run stopped early (e.g. "interrupted (Ctrl-C)"):
     `summary.incomplete` is then true and `summary.reason` says why. Secrets (secret-named
     params and env values, credential-shaped text) are redacted here, so every format, and the
     bundle that copies the report, is clean."""
     nodes = [node_entry(o, lang, fix_results) for o in outcomes]
+    jobs = [job_entry(v, lang) for v in job_verdicts or []]
     by_conclusion: dict[str, list[str]] = defaultdict(list)
     by_status: dict[str, list[str]] = defaultdict(list)
     for n in nodes:
@@ -79,7 +97,8 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
         "lang": lang,
         "params": params,
         "nodes": nodes,
-        "summary": {"exit_code": exit_code(nodes), "by_conclusion": dict(by_conclusion),
+        "summary": {"exit_code": exit_code(nodes, jobs), "by_conclusion": dict(by_conclusion),
+                    "job": jobs,
                     "by_status": dict(by_status), "incomplete": incomplete is not None,
                     **({"reason": incomplete} if incomplete else {})},
     }

@@ -17,10 +17,12 @@ from runbook.run.walk import CONCLUDED
 class JunitReporter(SilentReporter):
     def render(self, report: dict[str, Any]) -> str:
         rb, nodes = report["runbook"], report["nodes"]
+        jobs = [j for j in report["summary"].get("job") or [] if j.get("problem")]
         failures = [n for n in nodes if (n.get("conclusion") or {}).get("severity") in PROBLEM_SEVERITIES]
         errors = [n for n in nodes if n["status"] != CONCLUDED]
         suite = ET.Element("testsuite", name=f"runbook {rb['id']} {rb['version']}",
-                           tests=str(len(nodes)), failures=str(len(failures)), errors=str(len(errors)),
+                           tests=str(len(nodes) + len(jobs)), failures=str(len(failures) + len(jobs)),
+                           errors=str(len(errors)),
                            time=f"{report['duration_s']:.3f}", timestamp=report["started_at"])
         properties = ET.SubElement(suite, "properties")
         summary = report["summary"]
@@ -28,6 +30,11 @@ class JunitReporter(SilentReporter):
         for name, value in (("digest", rb["digest"]), *incomplete, *((f"param.{k}", v) for k, v in
                                                                      sorted(report["params"].items()))):
             ET.SubElement(properties, "property", name=name, value=str(value))
+        for job in jobs:  # the job's verdict first: a test case of its own
+            case = ET.SubElement(suite, "testcase", classname=rb["id"], name=f"job: {job['step']}",
+                                 time="0")
+            ET.SubElement(case, "failure", type=str(job["verdict"]), message=job["finding"]).text = (
+                f"{job['analysis']} · {', '.join(job['taxonomy'])}\nhosts: {', '.join(job['hosts'])}")
         for n in nodes:
             seconds = sum(e["duration_s"] for e in n["evidence"])
             case = ET.SubElement(suite, "testcase", classname=rb["id"], name=n["node"],
@@ -38,8 +45,10 @@ class JunitReporter(SilentReporter):
                 ET.SubElement(case, "error", type=n["status"],
                               message=n.get("reason") or n["status"]).text = f"path: {path}"
             elif c and c["severity"] in PROBLEM_SEVERITIES:
-                ET.SubElement(case, "failure", type=c["id"], message=c["title"]).text = (
-                    f"{c['severity']} · {', '.join(c['taxonomy'])}\npath: {path}\n\n{c['explanation']}")
+                finding = f"{n['finding']}\n" if n.get("finding") else ""
+                ET.SubElement(case, "failure", type=c["id"], message=n.get("finding") or c["title"]).text = (
+                    f"{finding}{c['severity']} · {', '.join(c['taxonomy'])}\npath: {path}\n\n"
+                    f"{c['explanation']}")
             ET.SubElement(case, "system-out").text = (
                 f"{c['id']}: {c['title']}\npath: {path}" if c else f"path: {path}")
         ET.indent(suite)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runbook.report.silent import SilentReporter
-from runbook.report.text import UI, _groups, _value, compress, exit_line, incomplete_line
+from runbook.report.text import UI, _groups, _value, compress, exit_line, incomplete_line, job_lines
 
 SEVERITY = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "critical": "🛑"}
 SEVERITY_WORD = {"en": "severity", "zh": "严重程度"}
@@ -22,7 +22,8 @@ class MarkdownReporter(SilentReporter):
 
     def render(self, report: dict[str, Any]) -> str:
         rb = report["runbook"]
-        lines = [f"# {_inline(rb['title'])}", "",
+        jobs = [f"> **{_inline(line)}**" for line in job_lines(report, self.lang)]
+        lines = [*jobs, *([""] if jobs else []), f"# {_inline(rb['title'])}", "",
                  f"`runbook {rb['id']}` {rb['version']} · {len(report['nodes'])} "
                  f"{self.ui['nodes'] if self.lang == 'zh' else 'node(s)'} · {report['started_at']} · "
                  f"{report['duration_s']:.2f}s", ""]
@@ -42,7 +43,8 @@ class MarkdownReporter(SilentReporter):
         else:
             head = f"## 🛑 {self.ui['status'].get(first['status'], first['status'])}: `{names}`"
             meta = f"{self.ui['reason']}: {_inline(first.get('reason') or '-')}"
-        out = [head, "", meta, "", f"**{self.ui['path']}**", ""]
+        findings = sorted({n["finding"] for n in nodes if n.get("finding")})
+        out = [head, "", *(f"**{_inline(f)}**\n" for f in findings), meta, "", f"**{self.ui['path']}**", ""]
         for i, ev in enumerate(first["evidence"], 1):
             timed = " ⏱" if ev["result"].get("timed_out") else ""
             when = self.ui["default"] if ev.get("when") is None else f"{self.ui['when']} `{ev['when']}`"

@@ -69,6 +69,7 @@ class TextReporter:
                  f" · {report['duration_s']:.2f}s", ""]
         if report["summary"].get("incomplete"):
             lines[1:1] = [self._paint(incomplete_line(self.ui, report), "warning")]
+        lines[0:0] = [self._paint(line, "critical") for line in job_lines(report, self.lang)]
         for group in _groups(report["nodes"]):
             lines.extend(self._group(group))
             lines.append("")
@@ -83,6 +84,8 @@ class TextReporter:
         head = (f"{MARK[severity]} {c['title']}  [{c['severity']} · {', '.join(c['taxonomy']) or '-'}]"
                 if c else f"✖ {self.ui['status'].get(first['status'], first['status'])}")
         out = [self._paint(f"{names}: {head}", severity)]
+        findings = sorted({n["finding"] for n in nodes if n.get("finding")})
+        out.extend(f"  ▸ {finding}" for finding in findings)
         out.append(f"  {self.ui['path']}:")
         for i, ev in enumerate(first["evidence"], 1):
             timed = " ⏱ timed out" if ev["result"].get("timed_out") else ""
@@ -147,6 +150,14 @@ class TextReporter:
             out.append(f"  {pad(name, width)}{pad(what, 34)}{sev}")
         out.append(exit_line(self.ui, report))
         return out
+
+
+def job_lines(report: dict[str, Any], lang: str) -> list[str]:
+    """The job-level verdicts that are problems, one line each: what the whole job shows, before
+    anything a node shows alone (`✖ JOB: rank 2 (gpu07, pid 3519) is in save_shard ...`)."""
+    label = "作业" if lang == "zh" else "JOB"
+    return [f"✖ {label}: {job['finding']}  [{', '.join(job['taxonomy']) or '-'}]"
+            for job in report["summary"].get("job") or [] if job.get("problem")]
 
 
 def _why_incomplete(ui: dict[str, Any], report: dict[str, Any]) -> str:

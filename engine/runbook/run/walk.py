@@ -56,6 +56,17 @@ class NodeOutcome:
     fix_commands: list[str | None] = field(default_factory=list)  # rendered for this node
     # Per fix: the verify check's request rendered for this node ({"check", "with", "timeout"}).
     fix_verifies: list[dict[str, Any] | None] = field(default_factory=list)
+    # The last job-level analysis this node took part in: the job's result, with `node` its own part.
+    job: dict[str, Any] = field(default_factory=dict)
+    finding: dict[str, str] = field(default_factory=dict)  # the conclusion's finding, rendered
+
+
+@dataclass
+class JobVerdict:
+    """What one job-level analysis found at one step, over the nodes that stood there."""
+
+    step: str  # qualified: runbook:step
+    result: dict[str, Any]  # jobs.run_analysis's JobResult
 
 
 @dataclass
@@ -82,6 +93,7 @@ class Walk:
         self.user_params = params
         start = entry or runbook.start
         self.outcomes = [NodeOutcome(n, runbook_id=runbook.id, step_id=start) for n in nodes]
+        self.job_verdicts: list[JobVerdict] = []
 
     # -- the loop --
 
@@ -156,6 +168,7 @@ class Walk:
     def _decide_group(self, group: list[NodeOutcome], answers: dict[int, ProbeAnswer]) -> None:
         cluster = [{"node": o.node.name, "result": answers[id(o)].result}
                    for o in group if answers[id(o)].status == "ok"]
+        self._analyse(group, answers)
         for outcome in group:
             answer = answers[id(outcome)]
             if answer.status != "ok":
@@ -164,12 +177,32 @@ class Walk:
                 continue
             self._decide(outcome, answer, cluster)
 
+    def _analyse(self, group: list[NodeOutcome], answers: dict[int, ProbeAnswer]) -> None:
+        """Run the step's job-level analysis over every node's answer (None for a node whose
+        check failed); each node then sees the job's result as `job`, its own part as `job.node`."""
+        runbook, step, _ = self._locate(group[0])
+        if step.analysis is None:
+            return
+        from runbook import jobs
+
+        results = {o.node.name: (answers[id(o)].result or {}) if answers[id(o)].status == "ok" else None
+                   for o in group}
+        try:
+            result = jobs.run_analysis(step.analysis.type, results, step.analysis.with_)
+        except Exception as exc:  # an analysis must never lose the nodes' own results
+            result = jobs.failed(step.analysis.type, results, f"{type(exc).__name__}: {exc}")
+        self.job_verdicts.append(JobVerdict(self._qualified(runbook, step.id), result))
+        shared = {k: v for k, v in result.items() if k != "nodes"}
+        for outcome in group:
+            outcome.job = {**shared, "node": result["nodes"].get(outcome.node.name, {"suspect": False})}
+
     def _decide(self, outcome: NodeOutcome, answer: ProbeAnswer, cluster: list[Any]) -> None:
         runbook, step, compiled = self._locate(outcome)
         result = answer.result or {}
         evidence = Evidence(self._qualified(runbook, step.id), step.check.type, result,
                             round(answer.duration_s, 3))
-        variables = {**self._variables(outcome, runbook), "result": result, "cluster": cluster}
+        variables = {**self._variables(outcome, runbook), "result": result, "cluster": cluster,
+                     "job": outcome.job}
         target = self._choose(step, compiled, variables, evidence)
         outcome.evidence.append(evidence)
         outcome.path.append(evidence.step)
@@ -224,10 +257,24 @@ class Walk:
                 CONCLUDED, conclusion, runbook)
             outcome.fix_commands = self._render_fixes(outcome, runbook, conclusion)
             outcome.fix_verifies = self._render_verifies(outcome, runbook, conclusion)
+            outcome.finding = self._render_finding(outcome, runbook, conclusion)
             self._done(outcome)
         elif len(outcome.path) >= self.options.max_steps:
             self._fail(outcome, ERROR, f"walked {len(outcome.path)} steps without a conclusion "
                        "(a loop in the tree?)")
+
+    def _render_finding(self, outcome: NodeOutcome, runbook: Runbook,
+                        conclusion: Conclusion) -> dict[str, str]:
+        """The conclusion's `finding` rendered from this node's evidence, per language; empty
+        when it has none or the evidence lacks what it names."""
+        template = self.library.by_id[runbook.id].compiled.findings.get(conclusion.id)
+        if not template:
+            return {}
+        try:
+            rendered = expr.render_value(template, self._variables(outcome, runbook))
+        except Exception:  # a finding is a courtesy: its absence must not fail the node
+            return {}
+        return {lang: str(text) for lang, text in rendered.items() if text not in (None, "")}
 
     def _render_fixes(self, outcome: NodeOutcome, runbook: Runbook,
                       conclusion: Conclusion) -> list[str | None]:
@@ -279,7 +326,8 @@ class Walk:
         steps = {sid: {"result": r} for sid, r in outcome.seen.items()}
         node = {"name": outcome.node.name, **{k: v for k, v in outcome.node.vars.items()
                                               if k != "params"}}
-        return {"params": params, "node": node, "steps": steps, "result": {}, "cluster": []}
+        return {"params": params, "node": node, "steps": steps, "result": {}, "cluster": [],
+                "job": outcome.job}
 
     def _fail(self, outcome: NodeOutcome, status: str, reason: str) -> None:
         outcome.status, outcome.reason = status, reason

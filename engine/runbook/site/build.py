@@ -28,6 +28,7 @@ from runbook.site import pages as P
 from runbook.site.flowchart import flowchart_svg
 from runbook.site.markdown import MarkdownRenderer
 from runbook.site.theme import Theme
+from runbook.site.triage_export import write as write_triage_data
 
 SEARCH_LANGUAGE = "zh"  # one Pagefind index for both languages; see docs in site/README.md
 
@@ -77,6 +78,7 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
         target = out / "static" / source.relative_to(theme.root / "static")
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+    write_triage_data(content.runbooks, out)  # what the triage page matches logs with
     rendered = time.perf_counter()
     error = index_for_search(out) if search else "not built (--no-search)"
     done = time.perf_counter()

@@ -129,6 +129,7 @@ def all_pages(content: Content) -> list[Page]:
     for lang in LANGS:
         pages.append(Page(f"{lang}/index.html", "home.html", lang))
         pages.append(Page(f"{lang}/search/index.html", "search.html", lang))
+        pages.append(Page(f"{lang}/triage/index.html", "triage.html", lang))
         pages.append(Page(f"{lang}/symptoms/index.html", "symptoms.html", lang))
         pages.append(Page(f"{lang}/categories/index.html", "categories.html", lang))
         pages.append(Page(f"{lang}/checks/index.html", "checks.html", lang))

@@ -55,7 +55,14 @@ class TaxonomyResolver:
         self._idf: dict[str, float] | None = None
 
     def resolve(self, runbook: Runbook, target: str, evidence: str = "") -> list[str]:
-        """Ids of the conclusions reachable from `target`, each once.
+        """Ids of the conclusions reachable from `target`, each once, best first (`ranked`)."""
+        out: list[str] = []
+        for _, conclusion in self.ranked(runbook, target, evidence):
+            out.extend(t for t in conclusion.taxonomy if t not in out)
+        return out
+
+    def ranked(self, runbook: Runbook, target: str, evidence: str = "") -> list[tuple[str, Conclusion]]:
+        """(runbook id, conclusion) of each conclusion with taxonomy ids reachable from `target`.
 
         Conclusions whose text shares the most (rare) words with `evidence` (the matched
         log lines) come first, nearer ones before farther ones. When replaying the log
@@ -65,15 +72,13 @@ class TaxonomyResolver:
         found = self._walk(runbook, target, replay=True) or self._walk(runbook, target, replay=False)
         words = {w for w in terms(evidence) if w not in STOP_WORDS}
         ranked = sorted(enumerate(found), key=lambda item: (
-            -self._relevance(item[1][1], words) / (1 + DEPTH_DISCOUNT * item[1][0]), item[0]))
-        out: list[str] = []
-        for _, (_, conclusion) in ranked:
-            out.extend(t for t in conclusion.taxonomy if t not in out)
-        return out
+            -self._relevance(item[1][2], words) / (1 + DEPTH_DISCOUNT * item[1][0]), item[0]))
+        return [(book, conclusion) for _, (_, book, conclusion) in ranked]
 
-    def _walk(self, runbook: Runbook, target: str, replay: bool) -> list[tuple[int, Conclusion]]:
-        """(depth, conclusion) of each reachable conclusion with taxonomy ids, nearest first."""
-        found: list[tuple[int, Conclusion]] = []
+    def _walk(self, runbook: Runbook, target: str, replay: bool) -> list[tuple[int, str, Conclusion]]:
+        """(depth, runbook id, conclusion) of each reachable conclusion with taxonomy ids,
+        nearest first."""
+        found: list[tuple[int, str, Conclusion]] = []
         seen: set[tuple[str, str]] = set()
         queue: deque[tuple[int, Runbook, str]] = deque([(0, runbook, target)])
         while queue:
@@ -84,7 +89,7 @@ class TaxonomyResolver:
             seen.add((located.id, node_id))
             node = located.node(node_id)
             if isinstance(node, Conclusion) and node.taxonomy:
-                found.append((depth, node))
+                found.append((depth, located.id, node))
             elif isinstance(node, Step):
                 queue.extend((depth + 1, located, nxt) for nxt in self._next(located, node, replay))
         return found

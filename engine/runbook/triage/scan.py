@@ -1,120 +1,88 @@
-"""`runbook triage`: which runbooks a log points to, from the `signatures` runbooks declare.
+"""`runbook triage`: scanning logs for the `signatures` runbooks declare.
 
-The log is read once, as a stream, in blocks of lines, so a log of any size is scanned
-in constant memory (per signature only the first and last few matched lines are kept).
-Each block is normalised (lognorm.py); lines that differ only in their digits (step,
-loss and timing lines, most of any training log) are grouped, and a regex that treats
-all digits alike runs once per group (regexinfo.py); a regex whose required text is
-absent from the block does not run at all. Runbooks are ranked by the signatures they
-matched (score.py) and name the failure classes their entry step leads to
-(resolver.py).
+Logs are read once, as streams, in blocks of lines, so logs of any size are scanned in
+constant memory (per signature and file only the first and last few matched lines are
+kept). Each block is normalised (lognorm.py); lines that differ only in their digits (step,
+loss and timing lines, most of any training log) are grouped, and a regex that treats all
+digits alike runs once per group (regexinfo.py); a regex whose required text is absent from
+the block does not run at all. The regexes run on RE2 (format/patterns.py): each search
+takes time linear in the block, whatever a contributed pattern looks like.
+
+What the scan found becomes a ranked list of failures in verdict.py.
 """
 
 from __future__ import annotations
 
-import re
+import bisect
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from runbook.format.model import Signature
+from runbook.format.patterns import LinearRegex, PatternError, compile_linear
 from runbook.library.runbooks import Library
+from runbook.triage.errorlines import ErrorLines, may_hold_error
+from runbook.triage.hits import STDIN, LineHit, SignatureHit
 from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
 from runbook.triage.regexinfo import Needs, digit_uniform, mask_digits, may_match, required_text
-from runbook.triage.resolver import PatternKey, TaxonomyResolver, log_patterns
-from runbook.triage.score import KEEP_LINES, count_factor, is_generic, recency_factor, specificity
+from runbook.triage.resolver import PatternKey, log_patterns
+from runbook.triage.score import KEEP_LINES, is_generic, specificity
+from runbook.triage.sources import Source, line_rank, line_time
+from runbook.triage.verdict import Match, rank
 
-SCHEMA = "runbook-triage/v1"
 BLOCK_LINES = 4096
 BLOCK_CHARS = 1 << 19
+TIME_LOOKBACK = 20  # lines above a matched line searched for a timestamp
 TEXT_MAX = 240  # characters of a matched line shown
-MATCH_LINES = 10  # matched lines shown per runbook
 
 
 @dataclass(frozen=True)
-class LineHit:
-    """One matched line: its number in the log (from 1) and its text."""
+class _Compiled:
+    """A signature as the scanner holds it: its runbook and what one match of it weighs."""
 
-    line_no: int
-    text: str
-
-
-@dataclass
-class SignatureHit:
-    """What one signature of one runbook matched in the log."""
-
+    n: int  # its place in the library's signatures: a key that stays put
     runbook: str
-    pattern: str
-    goto: str | None
+    signature: Signature
     weight: float
     generic: bool
-    count: int = 0
-    first: list[LineHit] = field(default_factory=list)
-    last: deque[LineHit] = field(default_factory=lambda: deque(maxlen=KEEP_LINES))
-    score: float = 0.0
-
-    @property
-    def last_line(self) -> int:
-        return self.last[-1].line_no if self.last else 0
-
-    def lines(self) -> list[LineHit]:
-        """The first and last matched lines, each once, in log order."""
-        seen = {hit.line_no for hit in self.first}
-        return self.first + [hit for hit in self.last if hit.line_no not in seen]
-
-
-@dataclass
-class Match:
-    """A runbook the log points to: where to enter it, what it concludes, and why."""
-
-    runbook: str
-    entry: str
-    taxonomy: list[str]
-    score: float
-    signatures: list[SignatureHit]  # best first
-
-    def lines(self, limit: int = MATCH_LINES) -> list[LineHit]:
-        """Matched lines of all its signatures in log order; the first 3 and the last ones."""
-        by_number = {hit.line_no: hit for sig in self.signatures for hit in sig.lines()}
-        ordered = [by_number[n] for n in sorted(by_number)]
-        return ordered if len(ordered) <= limit else ordered[:3] + ordered[3 - limit:]
-
-    def why(self, lang: str = "en") -> str:
-        """One line saying what matched, in `lang`."""
-        best = self.signatures[0]
-        pattern = best.pattern if len(best.pattern) <= 60 else best.pattern[:57] + "..."
-        more = len(self.signatures) - 1
-        if lang == "zh":
-            where = (f"最后一处在第 {best.last_line} 行" if best.count > 1 else f"第 {best.last_line} 行")
-            text = f"{best.count} 行匹配 '{pattern}'（{where}）"
-            return text + (f"；另有 {more} 个特征匹配" if more else "")
-        if best.count > 1:
-            text = f"{best.count} lines match '{pattern}' (last at line {best.last_line})"
-        else:
-            text = f"1 line matches '{pattern}' (line {best.last_line})"
-        return text + (f"; {more} more signature{'s' if more > 1 else ''} match" if more else "")
-
-    def to_json(self, lang: str = "en") -> dict[str, Any]:
-        return {
-            "runbook": self.runbook, "entry": self.entry, "taxonomy": self.taxonomy,
-            "score": round(self.score, 2), "why": self.why(lang),
-            "lines": [{"line_no": h.line_no, "text": h.text} for h in self.lines()],
-            "signatures": [{"pattern": s.pattern, "goto": s.goto, "count": s.count,
-                            "last_line": s.last_line, "score": round(s.score, 2)}
-                           for s in self.signatures],
-        }
 
 
 @dataclass
 class _Pattern:
     """One distinct regex and everything that wants to know where it matched."""
 
-    regex: re.Pattern[str]
+    regex: LinearRegex
     needs: list[Needs]  # what a matching line must contain (lowercased, digits as 0)
     uniform: bool  # digits all alike to it: one match per group of lines
-    hits: list[SignatureHit] = field(default_factory=list)
+    signatures: list[_Compiled] = field(default_factory=list)
     keys: list[PatternKey] = field(default_factory=list)  # log-check step patterns
+
+
+class _Joined:
+    """Lines joined by newlines as UTF-8 bytes, and where each line starts: what RE2 searches."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.data = "\n".join(lines).encode("utf-8", "replace")
+        self.starts = [0]
+        at = self.data.find(b"\n")
+        while at >= 0:
+            self.starts.append(at + 1)
+            at = self.data.find(b"\n", at + 1)
+
+    def search_lines(self, regex: LinearRegex) -> list[tuple[int, int]]:
+        """(line index, byte offset of the match in the line) of each line that matches."""
+        found: list[tuple[int, int]] = []
+        pos = 0
+        while pos <= len(self.data):
+            hit = regex.search(self.data, pos)
+            if hit is None:
+                break
+            index = bisect.bisect_right(self.starts, hit[0]) - 1
+            found.append((index, hit[0] - self.starts[index]))
+            if index + 1 >= len(self.starts):
+                break
+            pos = self.starts[index + 1]
+        return found
 
 
 @dataclass
@@ -122,8 +90,10 @@ class _Block:
     """Normalised lines of one block, grouped by their text with every digit turned into 0."""
 
     lines: list[str]
-    groups: list[tuple[str, str, list[int]]]  # (masked line, lowercased, indices of its lines)
+    groups: list[tuple[str, list[int]]]  # (masked line, indices of its lines)
     lowered: str  # every distinct masked line, lowercased: what the block may contain
+    _plain: _Joined | None = None
+    _masked: _Joined | None = None
 
     @classmethod
     def of(cls, texts: list[str]) -> _Block:
@@ -131,33 +101,45 @@ class _Block:
         by_text: dict[str, list[int]] = {}
         for index, masked in enumerate(mask_digits(normalised).split("\n")):
             by_text.setdefault(masked, []).append(index)
-        lowered = "\n".join(by_text).lower()
-        groups = [(masked, low, indices)
-                  for (masked, indices), low in zip(by_text.items(), lowered.split("\n"), strict=True)]
-        return cls(normalised.split("\n"), groups, lowered)
+        return cls(normalised.split("\n"), list(by_text.items()), "\n".join(by_text).lower())
+
+    def find(self, pattern: _Pattern) -> list[tuple[int, int]]:
+        """(line index, byte offset in the line) of each line of the block the regex matches."""
+        if pattern.uniform:  # lines that differ only in digits match alike: search one of each
+            if self._masked is None:
+                self._masked = _Joined(masked for masked, _ in self.groups)
+            return sorted((i, start) for group, start in self._masked.search_lines(pattern.regex)
+                          for i in self.groups[group][1])
+        if self._plain is None:
+            self._plain = _Joined(self.lines)
+        return self._plain.search_lines(pattern.regex)
 
 
 class Triage:
-    """Scans a log for every runbook's signatures, then ranks the runbooks that matched."""
+    """Scans logs for every runbook's signatures; verdict.py ranks what it found."""
 
     def __init__(self, library: Library, on_warning: Callable[[str], None] | None = None) -> None:
         self.library = library
-        self.lines = 0
+        self.lines = 0  # of the file being fed
+        self.total_lines = 0
+        self.sources: list[Source] = []
         self._warn = on_warning or (lambda message: warnings.warn(message, stacklevel=3))
         self._patterns: dict[str, _Pattern] = {}
-        self._hits: list[SignatureHit] = []
-        self._counts: dict[PatternKey, int] = {}
+        self._hits: dict[tuple[int, Source], SignatureHit] = {}
+        self.counts: dict[PatternKey, int] = {}
+        self.errors = ErrorLines()
+        self._source = STDIN
         self._compile()
 
     def _compile(self) -> None:
+        n = 0
         for runbook in self.library.runbooks():
             for signature in runbook.signatures:
                 pattern = self._pattern(signature.pattern, f"{runbook.path}: signature")
                 if pattern is not None:
-                    hit = SignatureHit(runbook.id, signature.pattern, signature.goto,
-                                       specificity(pattern.regex), is_generic(pattern.regex))
-                    pattern.hits.append(hit)
-                    self._hits.append(hit)
+                    weight, generic = specificity(signature.pattern), is_generic(signature.pattern)
+                    pattern.signatures.append(_Compiled(n, runbook.id, signature, weight, generic))
+                    n += 1
         for key, source in log_patterns(self.library).items():
             pattern = self._pattern(source, None)
             if pattern is not None:
@@ -166,16 +148,22 @@ class Triage:
     def _pattern(self, source: str, where: str | None) -> _Pattern | None:
         if source not in self._patterns:
             try:
-                self._patterns[source] = _Pattern(re.compile(source, re.MULTILINE),
-                                                  required_text(source), digit_uniform(source))
-            except (re.error, OverflowError, RecursionError) as exc:
+                self._patterns[source] = _Pattern(compile_linear(source), required_text(source),
+                                                  digit_uniform(source))
+            except PatternError as exc:
                 if where:  # log-check patterns are the lint's business, not triage's
-                    self._warn(f"{where} {source!r} is not a valid regex ({exc}); skipped")
+                    self._warn(f"{where} {source!r}: {exc}; skipped")
                 return None
         return self._patterns[source]
 
+    def start(self, source: Source) -> None:
+        """The lines fed from now on belong to `source` (numbered from 1 again)."""
+        self._source = source
+        self.sources.append(source)
+        self.lines = 0
+
     def feed(self, lines: Iterable[str]) -> None:
-        """Scan more lines of the log, given without their line endings."""
+        """Scan more lines of the current log, given without their line endings."""
         numbers: list[int] = []
         texts: list[str] = []
         size = 0
@@ -184,6 +172,7 @@ class Triage:
         for first, last, text in join_wrapped(one_line, self.lines + 1):
             numbers.append(first)
             texts.append(text)
+            self.total_lines += last - self.lines
             self.lines = last
             size += len(text)
             if len(texts) >= BLOCK_LINES or size >= BLOCK_CHARS:
@@ -194,74 +183,73 @@ class Triage:
 
     def _scan(self, numbers: list[int], texts: list[str]) -> None:
         block = _Block.of(texts)
+        self._see_errors(numbers, texts, block)
         for pattern in self._patterns.values():
             if not may_match(pattern.needs, block.lowered):
                 continue
-            found = _find(pattern, block)
+            found = block.find(pattern)
             if not found:
                 continue
             for key in pattern.keys:
-                self._counts[key] = self._counts.get(key, 0) + len(found)
-            if pattern.hits:
+                self.counts[key] = self.counts.get(key, 0) + len(found)
+            if pattern.signatures:
                 keep = found[:KEEP_LINES] + found[max(KEEP_LINES, len(found) - KEEP_LINES):]
-                shown = [LineHit(numbers[i], _shown(texts[i], block.lines[i], start)) for i, start in keep]
-                for hit in pattern.hits:
-                    _record(hit, len(found), shown)
+                shown = [self._line_hit(numbers[i], texts[i], block.lines[i], start,
+                                        texts[max(0, i - TIME_LOOKBACK):i]) for i, start in keep]
+                for compiled in pattern.signatures:
+                    self._record(compiled, len(found), shown)
+
+    def _see_errors(self, numbers: list[int], texts: list[str], block: _Block) -> None:
+        """Keep the block's last error lines (one line of each group of lines alike)."""
+        if not may_hold_error(block.lowered):
+            return
+        lowered = block.lowered.split("\n")
+        last = sorted(indices[-1] for (_, indices), low in zip(block.groups, lowered, strict=True)
+                      if may_hold_error(low))
+        for i in last:
+            self.errors.see(block.lines[i], self._line_hit(numbers[i], texts[i], block.lines[i], 0))
+
+    def _line_hit(self, number: int, raw: str, line: str, start: int,
+                  before: list[str] | None = None) -> LineHit:
+        """The hit of one line; its time is its own timestamp or, for a line without one (a
+        traceback's last line), the nearest one above it in the block."""
+        rank = line_rank(raw)
+        time = line_time(raw)
+        for earlier_line in reversed(before or []):
+            if time is not None:
+                break
+            time = line_time(earlier_line)
+        return LineHit(number, _shown(raw, line, start), self._source,
+                       rank if rank is not None else self._source.rank, time)
+
+    def _record(self, compiled: _Compiled, count: int, shown: list[LineHit]) -> None:
+        key = (compiled.n, self._source)
+        hit = self._hits.get(key)
+        if hit is None:
+            hit = self._hits[key] = SignatureHit(compiled.runbook, compiled.signature, compiled.weight,
+                                                 compiled.generic, self._source)
+        hit.count += count
+        for line in shown:
+            if len(hit.first) < KEEP_LINES and (not hit.first or hit.first[-1].line_no < line.line_no):
+                hit.first.append(line)
+            if not hit.last or hit.last[-1].line_no < line.line_no:
+                hit.last.append(line)
+
+    def hits(self) -> list[SignatureHit]:
+        """Every signature that matched, per file, in the order the files were read."""
+        return list(self._hits.values())
 
     def matches(self) -> list[Match]:
-        """Runbooks that matched, best first."""
-        matched = [hit for hit in self._hits if hit.count]
-        latest = sorted({hit.last_line for hit in matched if not hit.generic}, reverse=True)
-        rank = {line: i for i, line in enumerate(latest)}
-        for hit in matched:
-            recency = 1.0 if hit.generic else recency_factor(rank[hit.last_line])
-            hit.score = hit.weight * count_factor(hit.count) * recency
-        by_runbook: dict[str, list[SignatureHit]] = {}
-        for hit in matched:
-            by_runbook.setdefault(hit.runbook, []).append(hit)
-        resolver = TaxonomyResolver(self.library, self._counts)
-        out = [self._match(rid, hits, resolver) for rid, hits in by_runbook.items()]
-        out.sort(key=lambda m: (-m.score, -m.signatures[0].last_line, m.runbook))
-        return out
-
-    def _match(self, runbook_id: str, hits: list[SignatureHit], resolver: TaxonomyResolver) -> Match:
-        runbook = self.library.get(runbook_id)
-        assert runbook is not None
-        hits.sort(key=lambda h: (-h.score, -h.last_line))
-        evidence = " ".join(line.text for hit in hits for line in hit.lines())
-        taxonomy: list[str] = []
-        for hit in hits:
-            for tid in resolver.resolve(runbook, hit.goto or runbook.start, evidence):
-                if tid not in taxonomy:
-                    taxonomy.append(tid)
-        return Match(runbook_id, hits[0].goto or runbook.start, taxonomy,
-                     sum(h.score for h in hits), hits)
+        """The failures the logs show, ranked (verdict.rank)."""
+        return rank(self.library, self.hits(), self.counts)
 
 
 def triage(lines: Iterable[str], library: Library,
            on_warning: Callable[[str], None] | None = None) -> list[Match]:
-    """Runbooks whose signatures match `lines`, best first."""
+    """The failures `lines` show, ranked."""
     scanner = Triage(library, on_warning)
     scanner.feed(line.rstrip("\r\n") for line in lines)
     return scanner.matches()
-
-
-def _find(pattern: _Pattern, block: _Block) -> list[tuple[int, int]]:
-    """(line index, match start in the line) of each line of the block the regex matches."""
-    found: list[tuple[int, int]] = []
-    for masked, lowered, indices in block.groups:
-        if not may_match(pattern.needs, lowered):
-            continue
-        if pattern.uniform:  # lines that differ only in digits match alike: search one
-            m = pattern.regex.search(masked)
-            if m:
-                found.extend((i, m.start()) for i in indices)
-            continue
-        for i in indices:
-            m = pattern.regex.search(block.lines[i])
-            if m:
-                found.append((i, m.start()))
-    return sorted(found)
 
 
 def _shown(raw: str, line: str, start: int) -> str:
@@ -270,16 +258,8 @@ def _shown(raw: str, line: str, start: int) -> str:
         raw = ANSI.sub("", raw)
     if len(raw) <= TEXT_MAX:
         return raw
+    start = len(line.encode("utf-8")[:start].decode("utf-8", "ignore"))  # bytes -> characters
     prefix = raw[: max(0, min(len(raw) - len(line), 60))] if raw.endswith(line) else ""
     begin = max(0, start - 60)
     piece = line[begin:begin + TEXT_MAX]
     return prefix + ("…" if begin else "") + piece + ("…" if begin + TEXT_MAX < len(line) else "")
-
-
-def _record(hit: SignatureHit, count: int, shown: list[LineHit]) -> None:
-    hit.count += count
-    for line in shown:
-        if len(hit.first) < KEEP_LINES and (not hit.first or hit.first[-1].line_no < line.line_no):
-            hit.first.append(line)
-        if not hit.last or hit.last[-1].line_no < line.line_no:
-            hit.last.append(line)

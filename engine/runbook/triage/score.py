@@ -42,15 +42,19 @@ COUNT_CAP = 32  # matches beyond this add nothing
 KEEP_LINES = 3  # first and last matched lines kept per signature
 
 
-def specificity(regex: re.Pattern[str]) -> float:
+def specificity(pattern: str) -> float:
     """Weight of one match of this signature: long literal text high, generic patterns low."""
-    weight = math.sqrt(max(literal_weight(regex.pattern), 1.0) / 10.0)
+    weight = math.sqrt(max(literal_weight(pattern), 1.0) / 10.0)
     weight = min(max(weight, 0.3), 2.5)
-    return weight * GENERIC_FACTOR if is_generic(regex) else weight
+    return weight * GENERIC_FACTOR if is_generic(pattern) else weight
 
 
-def is_generic(regex: re.Pattern[str]) -> bool:
-    """Whether the regex matches a line every failed job prints."""
+def is_generic(pattern: str) -> bool:
+    """Whether the pattern matches a line every failed job prints."""
+    try:
+        regex = re.compile(pattern)
+    except re.error:
+        return False
     return any(regex.search(line) for line in GENERIC_LINES)
 
 

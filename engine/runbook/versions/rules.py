@@ -76,7 +76,8 @@ def behaviour(data: dict[str, Any]) -> dict[str, Any]:
         "params": {name: _param(p) for name, p in _mapping(data.get("params")).items()},
         "steps": {sid: _step(s) for sid, s in _mapping(data.get("steps")).items()},
         "conclusions": {cid: _conclusion(c) for cid, c in _mapping(data.get("conclusions")).items()},
-        "signatures": [_pick(s, "pattern", "goto") for s in _list(data.get("signatures"))],
+        "signatures": [_pick(s, "pattern", "goto", "conclusion", "role")
+                       for s in _list(data.get("signatures"))],
     }
 
 

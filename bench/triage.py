@@ -1,0 +1,188 @@
+"""Triage on real logs: accuracy on the corpus, speed against `grep -P`, peak memory.
+
+    .venv/bin/python bench/triage.py [--size-mb 1024] [--json] [--show dev]
+
+The corpus (tests/data/triage-corpus/, see its README) holds log excerpts copied verbatim
+from public issue trackers, each labelled with the taxonomy ids a person would accept and
+the conclusion they would want. It is split by a hash of the source URL into `dev` (about
+70%, which signatures may be written against) and `holdout` (never looked at while tuning).
+
+It prints, per split:
+- top-1 / top-3: the first / any of the first three matches carries an accepted taxonomy id
+  (error and stack-dump logs); the same for the wanted conclusion;
+- "nothing": error logs answered "no error found";
+- no-error logs answered "no error found";
+and then, on a log of --size-mb built from the dev logs among training-progress lines,
+triage's time per MB against `grep -P` with the same patterns in one alternation (grep counts
+matching lines, triage ranks them), and triage's peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "data" / "triage-corpus"
+DEV_SHARE = 70  # percent
+
+
+@dataclass
+class Entry:
+    path: Path
+    source: str
+    kind: str
+    taxonomy: list[str]
+    runbook: str | None
+    conclusion: str | None
+
+    @property
+    def split(self) -> str:
+        return split_of(self.source)
+
+
+def split_of(url: str) -> str:
+    """`dev` or `holdout`, by a hash of the source URL (every excerpt of a thread together)."""
+    bucket = int(hashlib.sha256(url.strip().encode("utf-8")).hexdigest(), 16) % 100
+    return "dev" if bucket < DEV_SHARE else "holdout"
+
+
+def load_corpus() -> list[Entry]:
+    entries = []
+    for meta in sorted(CORPUS.glob("*/*.yaml")):
+        data = yaml.safe_load(meta.read_text(encoding="utf-8"))
+        entries.append(Entry(meta.with_suffix(".log"), data["source"], data["kind"],
+                             list(data.get("taxonomy") or []), data.get("runbook"), data.get("conclusion")))
+    return entries
+
+
+def judge(entries: list[Entry]) -> list[dict[str, object]]:
+    sys.path.insert(0, str(ROOT / "engine"))
+    from runbook.library.kb import load_kb
+    from runbook.library.runbooks import load_library
+    from runbook.triage.result import triage_sources
+    from runbook.triage.sources import Source
+
+    library, kb = load_library(), load_kb()
+    rows = []
+    for entry in entries:
+        result = triage_sources(library, kb, [Source(str(entry.path.relative_to(ROOT)))],
+                                on_warning=lambda m: None)
+        top = result.matches[:3]
+        ok = [bool(set(m.taxonomy) & set(entry.taxonomy)) for m in top]
+        wanted = f"{entry.runbook}:{entry.conclusion}" if entry.conclusion else None
+        got = [f"{m.runbook}:{m.conclusion}" for m in top]
+        rows.append({"log": str(entry.path.relative_to(CORPUS)), "split": entry.split, "kind": entry.kind,
+                     "accepted": entry.taxonomy, "wanted": wanted, "verdict": result.verdict,
+                     "got": [[f"{m.runbook}:{m.conclusion}", m.role, m.taxonomy] for m in top],
+                     "top1": bool(ok[:1] and ok[0]), "top3": any(ok),
+                     "conclusion1": bool(wanted and got[:1] == [wanted]),
+                     "conclusion3": bool(wanted and wanted in got)})
+    return rows
+
+
+def summarise(rows: list[dict[str, object]], split: str) -> dict[str, object]:
+    mine = [r for r in rows if r["split"] == split]
+    errors = [r for r in mine if r["kind"] != "no-error"]
+    clean = [r for r in mine if r["kind"] == "no-error"]
+    with_conclusion = [r for r in errors if r["wanted"]]
+
+    def share(part: list[dict[str, object]], key: str) -> float:
+        return round(100 * sum(bool(r[key]) for r in part) / len(part), 1) if part else 0.0
+
+    return {"split": split, "logs": len(mine), "error_logs": len(errors), "no_error_logs": len(clean),
+            "top1_pct": share(errors, "top1"), "top3_pct": share(errors, "top3"),
+            "conclusion_top1_pct": share(with_conclusion, "conclusion1"),
+            "conclusion_top3_pct": share(with_conclusion, "conclusion3"),
+            "answered_nothing": sum(r["verdict"] == "no-error" for r in errors),
+            "no_error_logs_answered_no_error": sum(r["verdict"] == "no-error" for r in clean)}
+
+
+def big_log(entries: list[Entry], size_mb: int, out: Path) -> None:
+    """A log of `size_mb` MB: dev logs spread among training-progress lines."""
+    errors = [e.path.read_text(encoding="utf-8", errors="replace") for e in entries if e.split == "dev"]
+    filler = "".join(f"[rank{r}]:2026-11-26 10:{r:02d}:{s:02d} INFO step {s * 7 + r} | loss 2.{s:03d} | "
+                     f"lr 3.0e-4 | grad_norm 0.{r}{s} | tokens/s 41{s:03d}\n"
+                     for r in range(8) for s in range(60))
+    chunk = (filler * 40 + "".join(errors)).encode("utf-8")
+    with out.open("wb") as fh:
+        for _ in range(max(1, size_mb * (1 << 20) // len(chunk))):
+            fh.write(chunk)
+
+
+def grep_pattern() -> str:
+    sys.path.insert(0, str(ROOT / "engine"))
+    from runbook.library.runbooks import load_library
+
+    parts = []
+    for runbook in load_library().runbooks():
+        for signature in runbook.signatures:
+            source = signature.pattern
+            if source.startswith("(?i)"):
+                source = "(?i:" + source[4:] + ")"
+            parts.append(f"(?:{source})")
+    return "|".join(parts)
+
+
+def speed(entries: list[Entry], size_mb: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "big.log"
+        big_log(entries, size_mb, log)
+        megabytes = log.stat().st_size / (1 << 20)
+        begin = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "runbook", "triage", str(log), "--format", "json"],
+                       check=False, capture_output=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "engine")})
+        triage_s = time.perf_counter() - begin
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        begin = time.perf_counter()
+        grep = subprocess.run(["grep", "-P", "-c", grep_pattern(), str(log)], check=False,
+                              capture_output=True, text=True)
+        grep_s = time.perf_counter() - begin
+    return {"log_mb": round(megabytes, 1), "triage_s": round(triage_s, 2), "grep_s": round(grep_s, 2),
+            "triage_ms_per_mb": round(1000 * triage_s / megabytes, 2),
+            "grep_ms_per_mb": round(1000 * grep_s / megabytes, 2),
+            "triage_over_grep": round(triage_s / grep_s, 2) if grep_s else None,
+            "grep_rc": grep.returncode, "triage_peak_mb": round(peak_mb, 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--size-mb", type=int, default=1024, help="size of the speed log (0: skip)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--show", choices=("dev", "holdout", "all"),
+                        help="list the logs answered wrongly in this split (don't look at holdout to tune)")
+    args = parser.parse_args()
+    entries = load_corpus()
+    rows = judge(entries)
+    report: dict[str, object] = {"splits": [summarise(rows, s) for s in ("dev", "holdout")]}
+    if args.size_mb:
+        report["speed"] = speed(entries, args.size_mb)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for part in report["splits"]:  # type: ignore[attr-defined]
+            print(" ".join(f"{k}={v}" for k, v in part.items()))
+        if "speed" in report:
+            print(" ".join(f"{k}={v}" for k, v in report["speed"].items()))  # type: ignore[attr-defined]
+    if args.show:
+        for row in rows:
+            shown = args.show == "all" or row["split"] == args.show
+            if shown and not row["top1"] and row["kind"] != "no-error":
+                print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

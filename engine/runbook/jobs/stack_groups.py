@@ -1,0 +1,147 @@
+"""`stack-groups`: every rank's main-thread stack across all nodes, grouped by where it waits.
+
+Each rank's stack (from the `stack` check: wait kind, op, innermost user frame) falls in a
+group with the ranks that wait the same way. The largest group is presumed healthy; every
+other rank is a suspect, named with its host, pid and frame. Two groups of the same size are
+a tie, and the finding says so rather than guessing. Ranks in `init_process_group` or a
+rendezvous point at the launch, not at a collective.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runbook.jobs.words import ranks_word
+
+_RENDEZVOUS = ("init_process_group", "rendezvous", "_store_based_barrier", "next_rendezvous")
+
+
+def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
+    ranks = _ranks(results)
+    if len(ranks) < 2:
+        return {"verdict": "too-few-ranks", "finding": {
+            "en": f"{len(ranks)} rank stack(s) found: nothing to compare",
+            "zh": f"只找到 {len(ranks)} 个 rank 的调用栈：无从比较"}}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for rank in ranks:
+        groups.setdefault(rank["key"], []).append(rank)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g), min(r["rank"] for r in g)))
+    rendezvous = [r for r in ranks if _in_rendezvous(r)]
+    if rendezvous:
+        return _rendezvous(results, rendezvous)
+    if len(ordered) == 1:
+        return _same(results, ordered[0])
+    tie = len(ordered[0]) == len(ordered[1])
+    return _odd(results, ordered, tie)
+
+
+def _ranks(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
+    out = []
+    for node, result in sorted(results.items()):
+        if not result:
+            continue
+        for rank, entry in sorted((result.get("ranks") or {}).items(), key=lambda kv: _int(kv[0])):
+            if not isinstance(entry, dict) or entry.get("wait") is None:
+                continue
+            frame = entry.get("user_frame")
+            out.append({"rank": _int(rank), "node": node, "pid": entry.get("pid"), "wait": entry.get("wait"),
+                        "op": entry.get("op"), "frame": frame,
+                        "key": (entry.get("wait"), entry.get("op"), _where(frame))})
+    return out
+
+
+def _same(results: dict[str, dict[str, Any]], group: list[dict[str, Any]]) -> dict[str, Any]:
+    first = group[0]
+    what = _what(first)
+    return {"verdict": "in-step", "ranks": [r["rank"] for r in group],
+            "hosts": sorted({r["node"] for r in group}),
+            "finding": {"en": f"all {len(group)} ranks wait the same way: {what['en']}",
+                        "zh": f"全部 {len(group)} 个 rank 的等待方式相同：{what['zh']}"},
+            "nodes": {node: {"suspect": False} for node in results}}
+
+
+def _odd(results: dict[str, dict[str, Any] | None], ordered: list[list[dict[str, Any]]],
+         tie: bool) -> dict[str, Any]:
+    healthy = ordered[0]
+    suspects = [r for group in ordered[1:] for r in group]
+    first = suspects[0]
+    odd = _what(first)
+    usual = _what(healthy[0])
+    who = f"{ranks_word([first['rank']])} ({first['node']}, pid {first['pid']})"
+    others = ranks_word([r["rank"] for r in healthy])
+    en = f"{who} is {odd['en']} while {others} {usual['en_plural']}"
+    healthy_zh = ranks_word([r["rank"] for r in healthy], "zh")
+    zh = (f"rank {first['rank']}（{first['node']}，pid {first['pid']}）{odd['zh']}，"
+          f"而 {healthy_zh} {usual['zh']}")
+    if len(suspects) > 1:
+        rest = ranks_word([r["rank"] for r in suspects[1:]])
+        en += f"; {rest} differ too"
+        zh += f"；{ranks_word([r['rank'] for r in suspects[1:]], 'zh')} 也不同"
+    if tie:
+        en = f"a tie, no majority to trust: {en}"
+        zh = f"两组人数相同，没有可信的多数：{zh}"
+    nodes = {node: {"suspect": False} for node in results}
+    for rank in suspects:
+        part = nodes[rank["node"]]
+        part["suspect"] = True
+        part.setdefault("ranks", []).append(rank["rank"])
+        part.setdefault("frames", []).append(rank["frame"])
+    in_collective = any(r["wait"] == "collective" for r in healthy + suspects)
+    return {"verdict": "tie" if tie else "odd-ranks", "problem": True,
+            "taxonomy": ["hang.collective"] if in_collective else ["perf.straggler"],
+            "ranks": [r["rank"] for r in suspects], "hosts": sorted({r["node"] for r in suspects}),
+            "suspects": [{k: r[k] for k in ("rank", "node", "pid", "wait", "op", "frame")} for r in suspects],
+            "majority": {"wait": healthy[0]["wait"], "op": healthy[0]["op"],
+                         "ranks": [r["rank"] for r in healthy]},
+            "finding": {"en": en, "zh": zh}, "nodes": nodes}
+
+
+def _rendezvous(results: dict[str, dict[str, Any]], waiting: list[dict[str, Any]]) -> dict[str, Any]:
+    ranks = [r["rank"] for r in waiting]
+    return {"verdict": "rendezvous", "problem": True, "taxonomy": ["launch.rendezvous"], "ranks": ranks,
+            "hosts": sorted({r["node"] for r in waiting}),
+            "finding": {"en": f"{ranks_word(ranks)} still wait in the rendezvous (init_process_group): "
+                              "a rank or host never joined",
+                        "zh": f"{ranks_word(ranks, 'zh')} 仍在 rendezvous（init_process_group）中等待："
+                              "有 rank 或主机没有加入"},
+            "nodes": {node: {"suspect": False} for node in results}}
+
+
+def _what(rank: dict[str, Any]) -> dict[str, str]:
+    """How one rank waits, as `is ...` (en), `... wait` for a group (en_plural) and zh."""
+    func, place = _split(rank["frame"])
+    at = f" ({place})" if place else ""
+    if rank["wait"] == "collective":
+        op = rank["op"] or "a collective"
+        caller = f" from `{func}`{at}" if func else ""
+        return {"en": f"in `{op}`{caller}", "en_plural": f"wait in `{op}`", "zh": f"在 `{op}` 中等待{caller}"}
+    if rank["wait"] in ("running", "idle"):
+        where = f"`{func}`{at}" if func else "code outside any collective"
+        return {"en": f"in {where}", "en_plural": f"are in {where}", "zh": f"停在 {where}（集合通信之外）"}
+    what = {"dataloader": "the DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "a CUDA synchronize",
+            "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
+    return {"en": f"waiting on {what}{at}", "en_plural": f"wait on {what}", "zh": f"在等待 {what}{at}"}
+
+
+def _split(frame: Any) -> tuple[str | None, str | None]:
+    """`/app/train.py:88 save_shard` -> ("save_shard", "train.py:88")."""
+    if not frame:
+        return None, None
+    place, _, func = str(frame).partition(" ")
+    return (func or None), place.rsplit("/", 1)[-1]
+
+
+def _where(frame: Any) -> str | None:
+    func, place = _split(frame)
+    return f"{func} ({place})" if func else place
+
+
+def _in_rendezvous(rank: dict[str, Any]) -> bool:
+    return any(word in str(rank.get("frame") or "") or word == rank.get("op") for word in _RENDEZVOUS)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1

@@ -1,0 +1,24 @@
+"""How findings name ranks and hosts."""
+
+from __future__ import annotations
+
+
+def ranges(ranks: list[int]) -> str:
+    """`0-2, 5` for [0, 1, 2, 5]."""
+    parts: list[str] = []
+    ordered = sorted(set(ranks))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def ranks_word(ranks: list[int], lang: str = "en") -> str:
+    """`rank 3` / `ranks 0-2` (zh: `rank 3` / `rank 0-2`)."""
+    if lang == "zh":
+        return f"rank {ranges(ranks)}"
+    return f"rank{'s' if len(set(ranks)) > 1 else ''} {ranges(ranks)}"

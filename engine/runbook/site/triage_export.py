@@ -1,0 +1,97 @@
+"""What the site's triage page needs to triage a log in the browser, offline: every runbook
+signature as a JavaScript regex with its weight, the conclusions they name (titles, taxonomy
+ids, the runbook page per language) and triage's line normaliser, written at build time.
+
+The page (site/static/triage.js) ranks matches as `runbook triage` does (triage/verdict.py);
+the numbers here come from triage/score.py, so the two agree on what a match weighs. The
+data goes out twice: `static/triage/signatures.json` for tools, and the same object as
+`signatures.js` (a script sets `window.RUNBOOK_TRIAGE`), which a page opened from file://
+can load where a fetch of the JSON would be refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from runbook.format.model import LANGS, Runbook, Signature
+from runbook.format.patterns import to_javascript
+from runbook.site import pages as P
+from runbook.triage import errorlines, lognorm, sources
+from runbook.triage.score import COUNT_CAP, is_generic, specificity
+from runbook.triage.verdict import MAX_TAXONOMY
+
+SCHEMA = "runbook-triage-page/v1"
+DIRECTORY = "static/triage"
+GLOBAL = "RUNBOOK_TRIAGE"
+
+
+def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
+    """The exported object: signatures, conclusions, and the regexes of lognorm and errorlines."""
+    signatures: list[dict[str, Any]] = []
+    conclusions: dict[str, dict[str, Any]] = {}
+    for rb in runbooks:
+        for signature in rb.signatures:
+            if signature.conclusion is None or signature.conclusion not in rb.conclusions:
+                continue  # the page names failures; a signature that names none is the CLI's guess
+            signatures.append(_signature(rb, signature))
+            conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
+    return {
+        "schema": SCHEMA, "count_cap": COUNT_CAP, "max_taxonomy": MAX_TAXONOMY,
+        "normalise": {"ansi": _js(lognorm.ANSI), "prefix": _prefix(),
+                      "wrap_widths": sorted(lognorm.WRAP_WIDTHS), "max_joined": lognorm.MAX_JOINED,
+                      "cri_partial": _js(lognorm._CRI_PARTIAL)},
+        "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines._EXCEPTION),
+                   "error": _js(errorlines._ERROR), "not_error": _js(errorlines._NOT_ERRORS)},
+        "time": _js(sources._TIME),
+        "signatures": signatures,
+        "conclusions": conclusions,
+    }
+
+
+def write(runbooks: list[Runbook], out: Path) -> Path:
+    """Write signatures.json and signatures.js under `out`/static/triage; return that folder."""
+    folder = out / DIRECTORY
+    folder.mkdir(parents=True, exist_ok=True)
+    data = triage_data(runbooks)
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    (folder / "signatures.json").write_text(text + "\n", "utf-8")
+    # `</` never appears raw inside a script: a title holding `</script>` stays text.
+    script = text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    (folder / "signatures.js").write_text(f"window.{GLOBAL} = {script};\n", "utf-8")
+    return folder
+
+
+def _signature(rb: Runbook, signature: Signature) -> dict[str, Any]:
+    source, flags = to_javascript(signature.pattern)
+    return {"runbook": rb.id, "conclusion": signature.conclusion, "role": signature.role,
+            "weight": specificity(signature.pattern), "generic": is_generic(signature.pattern),
+            "pattern": signature.pattern, "source": source, "flags": flags}
+
+
+def _conclusion(rb: Runbook, conclusion_id: str) -> dict[str, Any]:
+    conclusion = rb.conclusions[conclusion_id]
+    return {"runbook": rb.id, "conclusion": conclusion_id,
+            "title": {lang: conclusion.title.get(lang) for lang in LANGS},
+            "runbook_title": {lang: rb.title.get(lang) for lang in LANGS},
+            "taxonomy": list(conclusion.taxonomy[:MAX_TAXONOMY]),
+            # the runbook page gives every conclusion a section with its id as the anchor
+            "url": {lang: P.runbook_url(lang, rb.id, conclusion_id) for lang in LANGS}}
+
+
+def _prefix() -> dict[str, str]:
+    """lognorm.PREFIX for JavaScript: `\\A` is `^` there (no m flag: one line at a time)."""
+    source = lognorm.PREFIX.pattern
+    if not source.startswith(r"\A"):
+        raise ValueError(f"lognorm.PREFIX no longer starts with \\A: {source[:40]!r}")
+    return {"source": "^" + source[2:], "flags": ""}
+
+
+def _js(regex: re.Pattern[str]) -> dict[str, str]:
+    """A compiled Python regex as (source, flags) for JavaScript (only IGNORECASE carries over)."""
+    source, flags = to_javascript(regex.pattern)
+    if regex.flags & re.IGNORECASE and "i" not in flags:
+        flags += "i"
+    return {"source": source, "flags": flags}

@@ -1,0 +1,72 @@
+"""Lines that read as errors, kept while a log is scanned: what triage falls back on when
+no signature knows the error (fallback.py), and how it tells "no error at all" apart.
+
+An exception line is a traceback's last line (`RuntimeError: ...`, `torch.OutOfMemoryError:
+...`, `ray.exceptions.RayTaskError(...)`); an error line holds `ERROR`, `FATAL`, `Error:`,
+`error:` or 错误/失败/异常/报错/崩溃, or says a process died: a glog `E0213 12:07:20` line, the
+elastic agent's `failed (exitcode: 1)`, `FAILED`, a fatal signal (`*** SIGTERM received`,
+`Segmentation fault`, `core dumped`), a launcher killing its children (`Killing subprocess`).
+A traceback's first line (`Traceback (most recent call last):`) or one of its frames counts
+when nothing better does: an excerpt cut before the exception still shows an error. Lines that only talk about
+errors (`0 errors`, `error_rate`) are not errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+KEEP = 20  # last lines kept of each kind
+# A cheap test on a lowercased line before the regexes run: most lines of a log have none.
+KEYWORDS = ("error", "exception", "fatal", "critical", "fault", "failure", "interrupt",
+            "failed", "traceback", "killing subprocess", "sigterm", "sigabrt", "sigsegv", "sigbus",
+            "core dumped", "e0000 00:", '", line 0',
+            "错误", "失败", "异常", "报错", "崩溃")
+_EXCEPTION = re.compile(
+    r"^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)\b(?:[:(]|$)")
+_ERROR = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|错误|失败|异常|报错|崩溃"
+                    r"|^[EF]\d{4} \d\d:\d\d:\d\d|\bfailed \(exitcode: -?\d+\)|\bFAILED\b"
+                    r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+")
+# A traceback's first line, or one of its frames (`File "...", line 12, in f`; faulthandler's
+# `line 12 in f`, without the comma, is a stack dump, not an error).
+_TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|\bFile \"[^\"]+\", line \d+, in \S")
+_NOT_ERRORS = re.compile(r"\b(?:0 errors?|no errors?|error_rate|ignore_errors|on_error)\b", re.IGNORECASE)
+
+
+@dataclass
+class ErrorLines:
+    """The last exception lines and the last other error lines seen, each (line number, hit)."""
+
+    exceptions: deque[Any] = field(default_factory=lambda: deque(maxlen=KEEP))
+    errors: deque[Any] = field(default_factory=lambda: deque(maxlen=KEEP))
+    tracebacks: deque[Any] = field(default_factory=lambda: deque(maxlen=KEEP))  # headers and frames
+
+    def see(self, text: str, hit: Any) -> None:
+        """Keep `hit` (a LineHit) when its normalised `text` reads as an error."""
+        if _NOT_ERRORS.search(text):
+            return
+        if _EXCEPTION.match(text):
+            self.exceptions.append(hit)
+        elif _ERROR.search(text):
+            self.errors.append(hit)
+        elif _TRACEBACK.search(text):
+            self.tracebacks.append(hit)
+
+    def any(self) -> bool:
+        return bool(self.exceptions or self.errors or self.tracebacks)
+
+    def query_line(self) -> Any:
+        """The line to compare: the last exception line, else the last error line, else the
+        last traceback line (its first line or a frame)."""
+        if self.exceptions:
+            return self.exceptions[-1]
+        if self.errors:
+            return self.errors[-1]
+        return self.tracebacks[-1] if self.tracebacks else None
+
+
+def may_hold_error(lowered: str) -> bool:
+    """Whether lowercased text may hold an error line at all."""
+    return any(keyword in lowered for keyword in KEYWORDS)

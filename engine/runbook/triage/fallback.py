@@ -1,0 +1,73 @@
+"""Never silent on an error: when no signature knows a log's error, say what it resembles.
+
+While the logs are scanned, lines that read as errors are kept (a traceback's last line,
+`ERROR`/`FATAL`/`Error:` lines, `错误`/`失败`/`异常`). When no specific signature matched,
+the last such exception line (or error line) is compared with every conclusion (its titles,
+explanation and signatures, in both languages) and every knowledge-base article by BM25, and
+the best few come back as "similar, not a known signature", with a low confidence and the
+error line they were compared with.
+
+The BM25 is the library's own index (library/textindex.py), not a package such as `bm25s`:
+it already tokenises Chinese as character bigrams next to English words, weighs fields (a
+title counts more than a body), needs no numpy or scipy on a client that may have neither, and
+indexes these few hundred documents in milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runbook.format.model import LANGS, Runbook, Text
+from runbook.library.runbooks import Library
+from runbook.library.textindex import Index, query_terms
+from runbook.triage.hits import LineHit
+from runbook.triage.verdict import SIMILAR, Match
+
+TOP = 3
+MIN_SCORE = 2.0  # BM25 total below which a resemblance is noise
+WEIGHTS = {"title": 3.0, "signature": 2.0, "explanation": 1.0, "body": 0.5}
+
+
+class SimilarityIndex:
+    """Conclusions and articles as BM25 documents."""
+
+    def __init__(self, library: Library, articles: list[tuple[str, dict[str, str], list[str], str]]) -> None:
+        self.index = Index(WEIGHTS)
+        self.items: list[tuple[str, str, str, Text, list[str]]] = []  # kind, runbook, id, title, taxonomy
+        for runbook in sorted(library.runbooks(), key=lambda r: r.id):
+            for conclusion in runbook.conclusions.values():
+                if not conclusion.taxonomy:
+                    continue
+                self.index.add(_conclusion_fields(runbook, conclusion.id))
+                self.items.append(("conclusion", runbook.id, conclusion.id, conclusion.title,
+                                   conclusion.taxonomy))
+        for slug, titles, taxonomy, body in articles:
+            self.index.add([*(("title", t) for t in titles.values()), ("body", body)])
+            self.items.append(("article", "", slug, Text(titles.get("en", slug), titles.get("zh", slug)),
+                               taxonomy))
+
+    def similar(self, line: LineHit, top: int = TOP) -> list[Match]:
+        scores = self.index.scores(query_terms(line.text))
+        ranked = sorted((i for i, s in enumerate(scores) if s >= MIN_SCORE), key=lambda i: -scores[i])[:top]
+        best = scores[ranked[0]] if ranked else 1.0
+        out = []
+        for i in ranked:
+            kind, runbook, item_id, title, taxonomy = self.items[i]
+            confidence = round(0.1 + 0.2 * scores[i] / best, 2)  # 0.1..0.3: a resemblance, no more
+            out.append(Match(runbook, item_id if kind == "conclusion" else "", item_id, title,
+                             taxonomy[:3], SIMILAR, confidence, scores[i], [], line, kind))
+        return out
+
+
+def _conclusion_fields(runbook: Runbook, conclusion_id: str) -> list[tuple[str, str]]:
+    conclusion = runbook.conclusions[conclusion_id]
+    fields = [("title", conclusion.title.get(lang)) for lang in LANGS]
+    fields += [("explanation", conclusion.explanation.get(lang)) for lang in LANGS]
+    fields += [("signature", _literal(s.pattern)) for s in runbook.signatures
+               if s.conclusion == conclusion_id]
+    return fields
+
+
+def _literal(pattern: str) -> str:
+    """The words of a regex, its syntax dropped: `CUDA out of memory|torch\\.OutOfMemoryError`."""
+    return re.sub(r"\\[a-zA-Z]|[\\^$.|?*+()\[\]{}]", " ", pattern)

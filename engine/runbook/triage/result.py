@@ -1,0 +1,147 @@
+"""One triage of one or many logs: read them, rank what they show, say it in one sentence.
+
+The verdict is one of:
+
+- `cause`: a root cause matched; the summary names it, with its file, rank, host and time,
+  and the knock-ons elsewhere that follow from it;
+- `knock-on`: only consequences matched (timeouts, peers gone); the cause is earlier in the
+  log or on another rank, and `training-hang` / `ddp-errors` find it on the nodes;
+- `similar`: the logs hold errors no signature knows; the matches are what they resemble;
+- `no-error`: no signature matched and no line reads as an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runbook.library.kb import KnowledgeBase
+from runbook.library.runbooks import Library
+from runbook.triage.fallback import SimilarityIndex
+from runbook.triage.hits import LineHit
+from runbook.triage.logstream import LogShape, open_log
+from runbook.triage.scan import Triage
+from runbook.triage.sources import Source
+from runbook.triage.verdict import CAUSE, KNOCK_ON, Match
+
+SCHEMA = "runbook-triage/v1"
+NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
+
+
+@dataclass
+class TriageResult:
+    """What `runbook triage` found in its logs."""
+
+    sources: list[Source]
+    lines: int
+    matches: list[Match]
+    verdict: str
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self, lang: str = "en") -> str:
+        """One or two sentences for a person: what failed, where, and what followed."""
+        zh = lang == "zh"
+        if self.verdict == "no-error":
+            return ("日志中没有错误行，也没有匹配任何特征" if zh
+                    else "no error found: no line reads as an error and no signature matches")
+        if self.verdict == "similar":
+            line = self.matches[0].similar_to
+            where = line.where if line else ""
+            return (f"没有已知特征匹配；错误行（{where}）与下面的结论相似" if zh
+                    else f"no known signature matches; the error line ({where}) resembles what follows")
+        first = self.matches[0]
+        if self.verdict == KNOCK_ON:
+            head = _describe(first, lang)
+            runbooks = " / ".join(NEXT_RUNBOOKS)
+            return (f"{head}；这是后果：根因更早，或在另一个 rank 上（在节点上运行 runbook run {runbooks}）"
+                    if zh else f"{head}; this is a consequence: the cause is earlier, or on another rank "
+                         f"(run `runbook run {'` / `'.join(NEXT_RUNBOOKS)}` on the nodes)")
+        text = _describe(first, lang)
+        after = next((m for m in self.matches if m.role == KNOCK_ON), None)
+        if after is not None:
+            text += ("；" if zh else "; ") + _following(after, lang)
+        return text
+
+    def to_json(self, lang: str = "en") -> dict[str, Any]:
+        return {"schema": SCHEMA, "source": self.sources[0].path if len(self.sources) == 1 else None,
+                "sources": [{"file": s.path, "host": s.host, "rank": s.rank} for s in self.sources],
+                "lines": self.lines, "verdict": self.verdict, "summary": self.summary(lang),
+                "notes": self.notes, "matches": [m.to_json(lang) for m in self.matches]}
+
+
+def triage_sources(library: Library, kb: KnowledgeBase | None, sources: list[Source],
+                   on_warning: Any = None) -> TriageResult:
+    """Read every source (raises LogSourceError for one that cannot be read) and rank."""
+    scanner = Triage(library, on_warning)
+    notes: list[str] = []
+    for source in sources:
+        shape = LogShape()
+        scanner.start(source)
+        with open_log("-" if source.path == "<stdin>" else source.path, shape) as lines:
+            scanner.feed(lines)
+        prefix = f"{source.path}: " if len(sources) > 1 else ""
+        notes.extend(prefix + note for note in shape.notes())
+    return rank_all(library, kb, scanner, sources, notes)
+
+
+def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, sources: list[Source],
+             notes: list[str]) -> TriageResult:
+    matches = scanner.matches()
+    specific = [m for m in matches if not m.generic]
+    line = scanner.errors.query_line()
+    if not specific and line is not None:
+        matches = [*matches, *SimilarityIndex(library, _articles(kb)).similar(line)]
+    return TriageResult(sources, scanner.total_lines, matches, _verdict(matches, line), notes)
+
+
+def _verdict(matches: list[Match], error_line: LineHit | None) -> str:
+    if any(m.role == CAUSE for m in matches):
+        return CAUSE
+    if any(m.role == KNOCK_ON for m in matches):
+        return KNOCK_ON
+    return "similar" if matches else "no-error"
+
+
+def _articles(kb: KnowledgeBase | None) -> list[tuple[str, dict[str, str], list[str], str]]:
+    if kb is None:
+        return []
+    out = []
+    for slug, versions in sorted(kb.articles.items()):
+        titles = {lang: article.title for lang, article in versions.items()}
+        english = versions.get("en") or next(iter(versions.values()))
+        out.append((slug, titles, list(english.taxonomy), english.summary + "\n" + english.body))
+    return out
+
+
+def _who(line: LineHit | None, lang: str) -> str:
+    if line is None:
+        return ""
+    zh = lang == "zh"
+    parts = []
+    if line.rank is not None:
+        parts.append(f"rank {line.rank}")
+    if line.source.host:
+        parts.append(f"（{line.source.host}）" if zh else f"on {line.source.host}")
+    return " ".join(parts)
+
+
+def _describe(match: Match, lang: str) -> str:
+    first = match.first
+    who = _who(first, lang)
+    when = f" at {first.time}" if first and first.time and lang != "zh" else (
+        f"于 {first.time}" if first and first.time else "")
+    where = first.where if first else ""
+    title = match.title.get(lang)
+    if lang == "zh":
+        return f"{who + '：' if who else ''}{title}{when}（{where}）"
+    return f"{who + ': ' if who else ''}{title}{when} ({where})"
+
+
+def _following(match: Match, lang: str) -> str:
+    first = match.first
+    who = _who(first, lang)
+    title = match.title.get(lang)
+    when = first.time if first and first.time else (first.where if first else "")
+    if lang == "zh":
+        return f"之后的“{title}”（{who + '，' if who else ''}{when}）是它的后果"
+    return f"the later “{title}” ({who + ', ' if who else ''}{when}) follows from it"

@@ -1,0 +1,208 @@
+"""From matched signatures to failures: one match per conclusion, causes before consequences.
+
+Each signature names the conclusion its line is evidence for (its `conclusion`, or a
+conclusion as its `goto`; for an older runbook without either, the reachable conclusion whose
+text the matched lines share most words with). Hits for the same conclusion, in every file,
+make one `Match`, which carries that conclusion's own taxonomy ids (at most three).
+
+Order: every root cause before every knock-on (a watchdog timeout, gloo's "connection closed
+by peer", the elastic agent's exit report follow from a failure elsewhere); specific
+signatures before generic ones; then the earliest: by timestamp where the lines have
+comparable ones, else by file and line. In a multi-rank job the first failure is the cause:
+the others are what the rest of the job did about it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runbook.format.model import Conclusion, Runbook, Text
+from runbook.library.runbooks import Library
+from runbook.triage.hits import LineHit, SignatureHit
+from runbook.triage.resolver import PatternKey, TaxonomyResolver
+from runbook.triage.score import count_factor
+from runbook.triage.sources import time_of_day
+
+MAX_TAXONOMY = 3
+MATCH_LINES = 10  # matched lines shown per match
+CAUSE, KNOCK_ON, SIMILAR = "cause", "knock-on", "similar"
+_ROLE_ORDER = {CAUSE: 0, KNOCK_ON: 1, SIMILAR: 2}
+_ROLE_CONFIDENCE = {CAUSE: 1.0, KNOCK_ON: 0.6}
+
+
+@dataclass
+class Match:
+    """One failure the logs show: a conclusion of a runbook, and the lines that say so."""
+
+    runbook: str
+    entry: str  # where `runbook run` enters: the signature's goto, or the runbook's start
+    conclusion: str
+    title: Text
+    taxonomy: list[str]
+    role: str  # cause | knock-on | similar (text similarity, not a known signature)
+    confidence: float  # 0..1
+    score: float
+    signatures: list[SignatureHit] = field(default_factory=list)  # best first
+    similar_to: LineHit | None = None  # for `similar`: the error line that was compared
+    kind: str = "conclusion"  # or "article" (a knowledge-base article, for `similar` only)
+
+    @property
+    def first(self) -> LineHit | None:
+        """The earliest matched line: the one the order of matches goes by."""
+        lines = [hit.first[0] for hit in self.signatures if hit.first]
+        if self.similar_to is not None:
+            lines.append(self.similar_to)
+        return min(lines, key=_position) if lines else None
+
+    @property
+    def generic(self) -> bool:
+        return all(hit.generic for hit in self.signatures)
+
+    def lines(self, limit: int = MATCH_LINES) -> list[LineHit]:
+        """Matched lines of all its signatures in log order; the first 3 and the last ones."""
+        by_place = {(h.source.path, h.line_no): h for sig in self.signatures for h in sig.lines()}
+        if self.similar_to is not None:
+            by_place[(self.similar_to.source.path, self.similar_to.line_no)] = self.similar_to
+        ordered = sorted(by_place.values(), key=_position)
+        return ordered if len(ordered) <= limit else ordered[:3] + ordered[3 - limit:]
+
+    def why(self, lang: str = "en") -> str:
+        """One line saying what matched, in `lang`."""
+        zh = lang == "zh"
+        if self.role == SIMILAR and self.similar_to is not None:
+            line = _clip(self.similar_to.text, 100)
+            return (f"相似，不是已知特征：与错误行 '{line}'（{self.similar_to.where}）文字相近" if zh
+                    else f"similar, not a known signature: its text resembles the error line '{line}' "
+                         f"({self.similar_to.where})")
+        best = self.signatures[0]
+        pattern = _clip(best.pattern, 60)
+        count = sum(hit.count for hit in self.signatures if hit.pattern == best.pattern)
+        more = len({hit.pattern for hit in self.signatures}) - 1
+        first = self.first
+        where = first.where if first else ""
+        if zh:
+            text = f"{count} 行匹配 '{pattern}'（最早在 {where}）"
+            return text + (f"；另有 {more} 个特征匹配" if more else "")
+        text = f"{count} line{'s' if count > 1 else ''} match '{pattern}' (first at {where})"
+        return text + (f"; {more} more signature{'s' if more > 1 else ''} match" if more else "")
+
+    def to_json(self, lang: str = "en") -> dict[str, Any]:
+        first = self.first
+        return {
+            "kind": self.kind, "runbook": self.runbook, "entry": self.entry,
+            "conclusion": {"id": self.conclusion, "title": self.title.get(lang), "taxonomy": self.taxonomy},
+            "taxonomy": self.taxonomy, "role": self.role, "confidence": round(self.confidence, 2),
+            "score": round(self.score, 2), "why": self.why(lang),
+            "first": _line_json(first) if first else None,
+            "lines": [_line_json(h) for h in self.lines()],
+            "signatures": [{"pattern": s.pattern, "goto": s.signature.goto, "role": s.signature.role,
+                            "file": s.source.path, "count": s.count, "first_line": s.first_line,
+                            "last_line": s.last_line} for s in self.signatures],
+        }
+
+
+def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey, int]) -> list[Match]:
+    """Matches of the hits, one per conclusion, in the order described above."""
+    resolver = TaxonomyResolver(library, counts)
+    grouped: dict[tuple[str, str], list[SignatureHit]] = {}
+    named: dict[tuple[str, str], Conclusion] = {}
+    for hit in hits:
+        runbook = library.get(hit.runbook)
+        if runbook is None:
+            continue
+        located = _conclusion_of(resolver, runbook, hit)
+        if located is None:
+            continue
+        book_id, conclusion = located
+        grouped.setdefault((book_id, conclusion.id), []).append(hit)
+        named[(book_id, conclusion.id)] = conclusion
+    matches = [_match(library, key, named[key], group) for key, group in grouped.items()]
+    return order(matches)
+
+
+def order(matches: list[Match]) -> list[Match]:
+    """Causes first, specific before generic, then earliest (by time where comparable)."""
+    def key(match: Match) -> tuple[Any, ...]:
+        return (_ROLE_ORDER[match.role], match.generic, *_position(match.first), -match.score)
+
+    ordered = sorted(matches, key=key)
+    return _by_time(ordered)
+
+
+def _by_time(matches: list[Match]) -> list[Match]:
+    """Within each run of the same role and genericity, put earlier timestamps first when
+    every match of the run has a comparable one (lines of different files are ordered by
+    the clock, not by which file was read first)."""
+    out: list[Match] = []
+    i = 0
+    while i < len(matches):
+        j = i
+        while j < len(matches) and _tier(matches[j]) == _tier(matches[i]):
+            j += 1
+        run = matches[i:j]
+        times = [m.first.time if m.first else None for m in run]
+        if len(run) > 1 and all(times):
+            dated = all(" " in t for t in times if t)
+            run.sort(key=lambda m: _clock(m, dated))  # stable: lines of one clock keep their order
+        out.extend(run)
+        i = j
+    return out
+
+
+def _clock(match: Match, dated: bool) -> str:
+    time = match.first.time if match.first and match.first.time else ""
+    return time if dated else time_of_day(time)
+
+
+def _tier(match: Match) -> tuple[str, bool]:
+    return match.role, match.generic
+
+
+def _conclusion_of(resolver: TaxonomyResolver, runbook: Runbook,
+                   hit: SignatureHit) -> tuple[str, Conclusion] | None:
+    named = hit.signature.conclusion
+    if named and named in runbook.conclusions:
+        return runbook.id, runbook.conclusions[named]
+    evidence = " ".join(line.text for line in hit.lines())
+    ranked = resolver.ranked(runbook, hit.signature.goto or runbook.start, evidence)
+    return ranked[0] if ranked else None
+
+
+def _match(library: Library, key: tuple[str, str], conclusion: Conclusion,
+           hits: list[SignatureHit]) -> Match:
+    book_id, _ = key
+    hits.sort(key=lambda h: (-h.weight * count_factor(h.count), h.first_line))
+    best = hits[0]
+    role = CAUSE if any(h.signature.role == CAUSE for h in hits) else KNOCK_ON
+    score = sum(h.weight * count_factor(h.count) for h in hits)
+    runbook = library.get(best.runbook)
+    entry = best.signature.goto or (runbook.start if runbook else conclusion.id)
+    if best.runbook != book_id:  # the signature led into another runbook's conclusion
+        entry = conclusion.id
+    return Match(book_id, entry, conclusion.id, conclusion.title, conclusion.taxonomy[:MAX_TAXONOMY],
+                 role, confidence(best.weight, all(h.generic for h in hits), role), score, hits)
+
+
+def confidence(weight: float, generic: bool, role: str) -> float:
+    """How sure a match is, 0..1: a long literal signature near 0.95, a generic one near 0.2;
+    a knock-on says less about what to fix than a cause."""
+    base = 0.2 if generic else min(0.95, 0.45 + 0.25 * math.log2(1 + weight))
+    return round(base * _ROLE_CONFIDENCE.get(role, 0.3), 2)
+
+
+def _position(line: LineHit | None) -> tuple[int, str, int]:
+    if line is None:
+        return (1, "", 0)
+    return (0, line.source.path, line.line_no)
+
+
+def _line_json(line: LineHit) -> dict[str, Any]:
+    return {"file": line.source.path, "line_no": line.line_no, "text": line.text,
+            "rank": line.rank, "host": line.source.host, "time": line.time}
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,0 +1,387 @@
+// The triage page: a pasted log matched against every runbook signature, in the browser, offline.
+// The data (static/triage/signatures.js, written by `runbook site build`) holds the signatures as
+// JavaScript regexes with their weights, and the regexes `runbook triage` normalises lines with;
+// the ranking below is engine/runbook/triage/verdict.py's, step for step. Nothing is fetched.
+(function () {
+  "use strict";
+
+  var KEEP_LINES = 3; // first and last matched lines kept per signature (triage/score.py)
+  var MATCH_LINES = 10; // matched lines shown per match (triage/verdict.py)
+  var TEXT_MAX = 240; // characters of a matched line shown (triage/scan.py)
+  var ROLE_ORDER = { "cause": 0, "knock-on": 1 };
+  var ROLE_CONFIDENCE = { "cause": 1.0, "knock-on": 0.6 };
+  var CONTINUATION = ".,;:()[]{}'\"/_-";
+
+  function regex(spec, extraFlags) {
+    return new RegExp(spec.source, spec.flags + (extraFlags || ""));
+  }
+
+  function anchored(spec) { // Python's re.match: only at the start
+    return new RegExp("^(?:" + spec.source + ")", spec.flags);
+  }
+
+  function codePoints(text) { // len() in Python counts code points, .length UTF-16 units
+    return /[\uD800-\uDBFF]/.test(text) ? Array.from(text).length : text.length;
+  }
+
+  // -- the engine --
+
+  function Engine(data) {
+    var norm = data.normalise;
+    this.data = data;
+    this.countCap = data.count_cap || 32;
+    this.ansi = regex(norm.ansi, "g");
+    this.prefix = regex(norm.prefix);
+    this.criPartial = anchored(norm.cri_partial);
+    this.wrapWidths = {};
+    for (var i = 0; i < norm.wrap_widths.length; i++) this.wrapWidths[norm.wrap_widths[i]] = true;
+    this.maxJoined = norm.max_joined;
+    this.lineTime = regex(data.time);
+    this.errors = {
+      keywords: data.errors.keywords, exception: anchored(data.errors.exception),
+      error: regex(data.errors.error), notError: regex(data.errors.not_error)
+    };
+    this.signatures = [];
+    this.broken = [];
+    for (var j = 0; j < data.signatures.length; j++) {
+      var sig = data.signatures[j];
+      try {
+        this.signatures.push({ sig: sig, re: regex(sig) });
+      } catch (err) {
+        this.broken.push(sig.pattern);
+      }
+    }
+  }
+
+  Engine.prototype.stripAnsi = function (line) {
+    return line.indexOf("\x1b") >= 0 ? line.replace(this.ansi, "") : line;
+  };
+
+  // lognorm.normalize: no colours, no leading timestamps or rank prefixes
+  Engine.prototype.normalise = function (line) {
+    return this.stripAnsi(line).replace(this.prefix, "");
+  };
+
+  // lognorm.join_wrapped: [{first, last, text}] with lines a terminal or runtime cut joined again
+  Engine.prototype.joinWrapped = function (lines) {
+    var out = [];
+    var pending = null, partial = false, first = 0, number = 0;
+    for (var i = 0; i < lines.length; i++) {
+      var line = lines[i];
+      number = i + 1;
+      if (pending !== null) {
+        if ((partial || this.continues(line)) && codePoints(pending) < this.maxJoined) {
+          pending += partial ? line.replace(this.prefix, "") : line;
+          partial = this.isPartial(line);
+          if (!(partial || this.isCut(line))) {
+            out.push({ first: first, last: number, text: pending });
+            pending = null;
+          }
+          continue;
+        }
+        out.push({ first: first, last: number - 1, text: pending });
+        pending = null;
+      }
+      if (!this.wrapWidths[codePoints(line)] && line.slice(0, 48).indexOf(" P ") < 0) {
+        out.push({ first: number, last: number, text: line });
+        continue;
+      }
+      partial = this.isPartial(line);
+      if (partial || this.isCut(line)) {
+        pending = line;
+        first = number;
+      } else {
+        out.push({ first: number, last: number, text: line });
+      }
+    }
+    if (pending !== null) out.push({ first: first, last: number, text: pending });
+    return out;
+  };
+
+  Engine.prototype.isPartial = function (line) {
+    return line.slice(0, 48).indexOf(" P ") >= 0 && this.criPartial.test(line);
+  };
+
+  Engine.prototype.isCut = function (line) {
+    return this.wrapWidths[codePoints(line)] === true && !/\s/.test(line.charAt(line.length - 1));
+  };
+
+  Engine.prototype.continues = function (line) {
+    var rest = line.charAt(0) === " " ? line.slice(1) : line;
+    if (!rest || /\s/.test(rest.charAt(0))) return false;
+    var c = Array.from(rest)[0];
+    var reads = /\p{Ll}/u.test(c) || /\p{Nd}/u.test(c) || CONTINUATION.indexOf(c) >= 0;
+    return reads && !this.prefix.test(line);
+  };
+
+  // sources.line_time: "YYYY-MM-DD HH:MM:SS[.ffffff]" (date when the line has one), or null
+  Engine.prototype.timeOf = function (raw) {
+    var found = this.lineTime.exec(Array.from(raw.slice(0, 160)).slice(0, 80).join(""));
+    if (!found) return null;
+    var g = found.groups || {};
+    var date = (g.date || "").replace(/\//g, "-");
+    var frac = g.frac ? "." + g.frac : "";
+    return (date + " " + g.time + frac).trim();
+  };
+
+  // errorlines.ErrorLines.see: true for an exception line, "error" for another error line
+  Engine.prototype.errorKind = function (text) {
+    var lowered = text.toLowerCase();
+    if (!this.errors.keywords.some(function (k) { return lowered.indexOf(k) >= 0; })) return null;
+    if (this.errors.notError.test(text)) return null;
+    if (this.errors.exception.test(text)) return "exception";
+    return this.errors.error.test(text) ? "error" : null;
+  };
+
+  Engine.prototype.countFactor = function (count) {
+    return 1 + Math.log2(Math.min(Math.max(count, 1), this.countCap)) / 3;
+  };
+
+  // What one log shows: {lines, matches (ranked), verdict, errorLine}
+  Engine.prototype.triage = function (text) {
+    var raw = text.split(/\r\n|\r|\n/);
+    if (raw.length && raw[raw.length - 1] === "" && /[\r\n]$/.test(text)) raw.pop();
+    if (raw.length === 1 && raw[0] === "") raw = [];
+    var joined = this.joinWrapped(raw);
+    var lines = joined.map(function (piece) {
+      return { no: piece.first, raw: piece.text, text: this.normalise(piece.text) };
+    }, this);
+    var hits = this.scan(lines);
+    var matches = this.rank(hits);
+    var errorLine = this.errorLine(lines);
+    var verdict = matches.some(function (m) { return m.role === "cause"; }) ? "cause"
+      : matches.length ? "knock-on" : errorLine ? "unknown" : "no-error";
+    return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine };
+  };
+
+  Engine.prototype.scan = function (lines) {
+    var hits = [];
+    for (var s = 0; s < this.signatures.length; s++) {
+      var compiled = this.signatures[s];
+      var hit = null;
+      for (var i = 0; i < lines.length; i++) {
+        if (!compiled.re.test(lines[i].text)) continue;
+        if (hit === null) hit = { sig: compiled.sig, count: 0, first: [], last: [] };
+        hit.count += 1;
+        if (hit.first.length < KEEP_LINES) hit.first.push(lines[i]);
+        hit.last.push(lines[i]);
+        if (hit.last.length > KEEP_LINES) hit.last.shift();
+      }
+      if (hit !== null) hits.push(hit);
+    }
+    return hits;
+  };
+
+  Engine.prototype.errorLine = function (lines) {
+    var exception = null, error = null;
+    for (var i = 0; i < lines.length; i++) {
+      var kind = this.errorKind(lines[i].text);
+      if (kind === "exception") exception = lines[i];
+      else if (kind === "error") error = lines[i];
+    }
+    return exception || error;
+  };
+
+  // verdict.rank: one match per (runbook, conclusion), causes first
+  Engine.prototype.rank = function (hits) {
+    var groups = {}, keys = [];
+    hits.forEach(function (hit) {
+      var key = hit.sig.runbook + ":" + hit.sig.conclusion;
+      if (!groups[key]) { groups[key] = []; keys.push(key); }
+      groups[key].push(hit);
+    });
+    var matches = keys.map(function (key) { return this.match(key, groups[key]); }, this);
+    matches.sort(function (a, b) {
+      return (ROLE_ORDER[a.role] - ROLE_ORDER[b.role]) || (Number(a.generic) - Number(b.generic))
+        || (a.first.no - b.first.no) || (b.score - a.score);
+    });
+    return this.byTime(matches);
+  };
+
+  Engine.prototype.match = function (key, hits) {
+    var self = this;
+    function strength(h) { return h.sig.weight * self.countFactor(h.count); }
+    hits.sort(function (a, b) { return (strength(b) - strength(a)) || (a.first[0].no - b.first[0].no); });
+    var best = hits[0];
+    var role = hits.some(function (h) { return h.sig.role === "cause"; }) ? "cause" : "knock-on";
+    var generic = hits.every(function (h) { return h.sig.generic; });
+    var score = hits.reduce(function (sum, h) { return sum + strength(h); }, 0);
+    var first = hits.map(function (h) { return h.first[0]; })
+      .reduce(function (a, b) { return b.no < a.no ? b : a; });
+    var base = generic ? 0.2 : Math.min(0.95, 0.45 + 0.25 * Math.log2(1 + best.sig.weight));
+    var info = this.data.conclusions[key];
+    return {
+      key: key, runbook: best.sig.runbook, conclusion: best.sig.conclusion, info: info, role: role,
+      generic: generic, score: score, first: first, hits: hits, time: this.timeOf(first.raw),
+      confidence: Number((base * ROLE_CONFIDENCE[role]).toFixed(2)), lines: shownLines(hits)
+    };
+  };
+
+  function shownLines(hits) {
+    var byNo = {};
+    hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l; }); });
+    var ordered = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; })
+      .map(function (no) { return byNo[no]; });
+    return ordered.length <= MATCH_LINES ? ordered
+      : ordered.slice(0, 3).concat(ordered.slice(ordered.length - (MATCH_LINES - 3)));
+  }
+
+  // verdict._by_time: within a run of one role and genericity, by the clock when every match
+  // has a time (the date too when all have one, else the time of day); a stable sort
+  Engine.prototype.byTime = function (matches) {
+    var out = [];
+    var i = 0;
+    while (i < matches.length) {
+      var j = i;
+      while (j < matches.length && matches[j].role === matches[i].role
+             && matches[j].generic === matches[i].generic) j++;
+      var run = matches.slice(i, j);
+      if (run.length > 1 && run.every(function (m) { return m.time; })) {
+        var dated = run.every(function (m) { return m.time.indexOf(" ") >= 0; });
+        var clock = function (m) { return dated ? m.time : timeOfDay(m.time); };
+        run.sort(function (a, b) { return clock(a) < clock(b) ? -1 : clock(a) > clock(b) ? 1 : 0; });
+      }
+      out = out.concat(run);
+      i = j;
+    }
+    return out;
+  };
+
+  function timeOfDay(value) { // sources.time_of_day
+    return value.slice(value.lastIndexOf(" ") + 1);
+  }
+
+  // -- the page --
+
+  function element(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  function clip(text) {
+    return text.length <= TEXT_MAX ? text : text.slice(0, TEXT_MAX) + "…";
+  }
+
+  function Page(engine, form, ui, lang) {
+    this.engine = engine;
+    this.form = form;
+    this.ui = ui;
+    this.lang = lang;
+    this.root = document.body.getAttribute("data-root") || "./";
+    this.status = document.getElementById("triage-status");
+    this.list = document.getElementById("triage-results");
+  }
+
+  Page.prototype.show = function (text) {
+    this.status.textContent = "";
+    this.list.textContent = "";
+    this.status.removeAttribute("data-verdict");
+    if (!text.trim()) { this.say("empty", this.ui.triage_empty); return null; }
+    var result = this.engine.triage(text);
+    if (result.verdict === "cause" || result.verdict === "knock-on") this.showMatches(result);
+    else if (result.verdict === "unknown") this.showUnknown(result.errorLine);
+    else this.say("no-error", this.ui.triage_no_error);
+    return result;
+  };
+
+  Page.prototype.say = function (verdict, text) {
+    this.status.setAttribute("data-verdict", verdict);
+    this.status.appendChild(element("p", "triage-verdict", text));
+  };
+
+  Page.prototype.showMatches = function (result) {
+    var found = this.ui.triage_found.replace("{lines}", String(result.lines));
+    this.say(result.verdict, result.matches.length + " " + found);
+    if (result.verdict === "knock-on") {
+      this.status.appendChild(element("p", "triage-knock-on-only", this.ui.triage_knock_on_only));
+      this.status.appendChild(element("p", "hint", this.ui.triage_knock_on_next));
+    }
+    result.matches.forEach(function (match, index) {
+      this.list.appendChild(this.item(match, index + 1));
+    }, this);
+  };
+
+  Page.prototype.item = function (match, rank) {
+    var ui = this.ui, info = match.info;
+    var item = element("li", "triage-match role-" + match.role);
+    item.setAttribute("data-match", match.key);
+    item.setAttribute("data-role", match.role);
+    item.setAttribute("data-confidence", match.confidence.toFixed(2));
+    var head = element("p", "match-head");
+    head.appendChild(element("span", "match-rank", String(rank) + "."));
+    head.appendChild(element("span", "badge match-role role-" + match.role, ui["triage_role_" + match.role]));
+    var link = element("a", "match-title", info.title[this.lang] || info.title.en);
+    link.href = this.root + info.url[this.lang];
+    head.appendChild(link);
+    item.appendChild(head);
+    var meta = element("p", "match-meta");
+    meta.appendChild(element("span", "match-runbook", match.runbook + ":" + match.conclusion));
+    info.taxonomy.forEach(function (tid) {
+      var tag = element("a", "tag tax", tid);
+      tag.href = this.root + this.lang + "/categories/#" + tid;
+      meta.appendChild(tag);
+    }, this);
+    meta.appendChild(element("span", "match-confidence",
+                             ui.triage_confidence + " " + match.confidence.toFixed(2)));
+    item.appendChild(meta);
+    item.appendChild(this.lineList(match.lines));
+    var open = element("a", "match-open", ui.triage_open_runbook + " →");
+    open.href = this.root + info.url[this.lang];
+    item.appendChild(element("p")).appendChild(open);
+    return item;
+  };
+
+  Page.prototype.lineList = function (lines) {
+    var box = element("div", "match-lines");
+    box.appendChild(element("p", "match-lines-title", this.ui.triage_matched_lines));
+    var pre = element("pre", "code");
+    lines.forEach(function (line) {
+      var row = element("span", "match-line");
+      row.appendChild(element("span", "line-no", this.ui.triage_line + " " + line.no));
+      row.appendChild(document.createTextNode(" " + clip(this.engine.stripAnsi(line.raw)) + "\n"));
+      pre.appendChild(row);
+    }, this);
+    box.appendChild(pre);
+    return box;
+  };
+
+  Page.prototype.showUnknown = function (line) {
+    this.say("unknown", this.ui.triage_unknown);
+    var pre = element("pre", "code triage-error-line");
+    pre.appendChild(element("span", "line-no", this.ui.triage_line + " " + line.no));
+    pre.appendChild(document.createTextNode(" " + clip(this.engine.stripAnsi(line.raw))));
+    this.status.appendChild(pre);
+    var search = element("a", "triage-search", this.ui.triage_search_it + " →");
+    search.href = this.form.getAttribute("data-search-url") + "?q=" + encodeURIComponent(line.text.slice(0, 200));
+    this.status.appendChild(element("p")).appendChild(search);
+  };
+
+  function setUp() {
+    var form = document.querySelector("[data-triage-form]");
+    if (!form) return;
+    var ui = JSON.parse(document.getElementById("triage-strings").textContent);
+    var data = window.RUNBOOK_TRIAGE;
+    if (!data) {
+      document.getElementById("triage-status").textContent = ui.triage_unavailable;
+      return;
+    }
+    var engine = new Engine(data);
+    if (engine.broken.length && window.console) console.warn("triage: patterns that do not compile:", engine.broken);
+    var page = new Page(engine, form, ui, document.body.getAttribute("data-lang") || "en");
+    var input = document.getElementById("triage-input");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      page.show(input.value);
+    });
+    form.addEventListener("reset", function () {
+      page.status.textContent = "";
+      page.list.textContent = "";
+      page.status.removeAttribute("data-verdict");
+    });
+    window.runbookTriage = { engine: engine, page: page };
+  }
+
+  if (document.readyState !== "loading") setUp(); else document.addEventListener("DOMContentLoaded", setUp);
+})();

@@ -1,0 +1,243 @@
+"""The site's triage page in a real headless Chromium, checked against `runbook triage`.
+
+The site is built once (`runbook site build --no-search`) and its pages opened from file://,
+so nothing can be served to them: the page must work offline. The Python triage
+(runbook.triage.result.triage_sources) runs on the same logs in the test, so the page's
+JavaScript and the CLI are checked against each other, not against ids written here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from runbook.library.kb import load_kb
+from runbook.library.runbooks import load_library
+from runbook.triage.lognorm import normalize
+from runbook.triage.result import TriageResult, triage_sources
+from runbook.triage.sources import Source
+from runbook.triage.verdict import CAUSE, KNOCK_ON
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = sorted((ROOT / "tests" / "data" / "logs").glob("*.log*"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+WAIT_S = 20.0
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # pragma: no cover - the dev extra installs it
+    webdriver = None
+
+MISSING = [name for name, found in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
+                                     ("selenium", webdriver)) if not found]
+if MISSING and os.environ.get("CI"):
+    pytest.fail(f"browser tests need {', '.join(MISSING)} (make setup installs them)", pytrace=False)
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("triage-site")
+    build = subprocess.run([sys.executable, "-m", "runbook", "site", "build", "-o", str(out), "--no-search"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def exported(site: Path) -> dict[str, Any]:
+    return json.loads((site / "static" / "triage" / "signatures.json").read_text("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def library_and_kb() -> tuple[Any, Any]:
+    return load_library(), load_kb()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,1000", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    yield driver
+    driver.quit()
+
+
+def log_text(path: Path) -> str:
+    data = path.read_bytes()
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8", "replace")
+
+
+def open_page(driver: webdriver.Chrome, site: Path, lang: str) -> None:
+    url = (site / lang / "triage" / "index.html").as_uri()
+    if driver.current_url != url:
+        driver.get(url)
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script("return !!window.runbookTriage"))
+
+
+def page_triage(driver: webdriver.Chrome, site: Path, lang: str, text: str) -> dict[str, Any]:
+    """Paste `text`, press the button, and read what the page shows."""
+    open_page(driver, site, lang)
+    driver.execute_script("document.getElementById('triage-status').removeAttribute('data-verdict');"
+                          "document.getElementById('triage-input').value = arguments[0];", text)
+    driver.find_element(By.ID, "triage-run").click()
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: d.find_element(By.ID, "triage-status").get_attribute("data-verdict"))
+    status = driver.find_element(By.ID, "triage-status")
+    items = driver.find_elements(By.CSS_SELECTOR, "#triage-results > li")
+    return {
+        "verdict": status.get_attribute("data-verdict"), "status": status.text,
+        "matches": [(li.get_attribute("data-match"), li.get_attribute("data-role"),
+                     float(li.get_attribute("data-confidence"))) for li in items],
+        "items": items,
+    }
+
+
+def python_triage(library_and_kb: tuple[Any, Any], path: Path) -> TriageResult:
+    library, kb = library_and_kb
+    return triage_sources(library, kb, [Source(str(path))])
+
+
+PAGE_VERDICT = {CAUSE: "cause", KNOCK_ON: "knock-on", "similar": "unknown", "no-error": "no-error"}
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
+def test_page_ranks_like_runbook_triage(browser, site: Path, library_and_kb, path: Path) -> None:
+    result = python_triage(library_and_kb, path)
+    shown = page_triage(browser, site, "en", log_text(path))
+    assert shown["verdict"] == PAGE_VERDICT[result.verdict], shown["status"]
+    known = [m for m in result.matches if m.role in (CAUSE, KNOCK_ON)]
+    expected = [(f"{m.runbook}:{m.conclusion}", m.role, m.confidence) for m in known]
+    if known:
+        assert shown["matches"][0][0] == f"{result.matches[0].runbook}:{result.matches[0].conclusion}"
+    assert shown["matches"] == expected
+
+
+def test_every_signature_compiles_and_matches_like_python(browser, site: Path, exported,
+                                                          library_and_kb) -> None:
+    library, _ = library_and_kb
+    wanted = sorted((rb.id, s.conclusion, s.pattern) for rb in library.runbooks() for s in rb.signatures
+                    if s.conclusion)
+    assert sorted((s["runbook"], s["conclusion"], s["pattern"]) for s in exported["signatures"]) == wanted
+    raw = [line for path in LOGS for line in log_text(path).splitlines()]
+    lines = [normalize(line) for line in raw]
+    open_page(browser, site, "en")
+    found = browser.execute_script("""
+        const [signatures, raw, lines] = arguments;
+        const engine = window.runbookTriage.engine;
+        const out = {errors: [], hits: [], normalised: raw.map(line => engine.normalise(line))};
+        for (const s of signatures) {
+          let re;
+          try { re = new RegExp(s.source, s.flags); }
+          catch (e) { out.errors.push(s.pattern + ': ' + e); continue; }
+          const hits = [];
+          lines.forEach((line, i) => { if (re.test(line)) hits.push(i); });
+          out.hits.push(hits);
+        }
+        return out;
+    """, exported["signatures"], raw, lines)
+    assert found["errors"] == []
+    assert found["normalised"] == lines  # the JavaScript port of lognorm.PREFIX strips the same
+    for signature, hits in zip(exported["signatures"], found["hits"], strict=True):
+        regex = re.compile(signature["pattern"])
+        python = [i for i, line in enumerate(lines) if regex.search(line)]
+        assert hits == python, signature["pattern"]
+
+
+def test_zh_page_shows_chinese_labels(browser, site: Path, exported, library_and_kb) -> None:
+    path = next(p for p in LOGS if "cuda-oom" in p.name)
+    top = python_triage(library_and_kb, path).matches[0]
+    shown = page_triage(browser, site, "zh", log_text(path))
+    assert shown["verdict"] == "cause"
+    assert "根因在前" in shown["status"]
+    first = shown["items"][0]
+    assert first.find_element(By.CSS_SELECTOR, ".match-role").text == "根因"
+    assert first.find_element(By.CSS_SELECTOR, ".match-title").text == top.title.get("zh")
+    assert "置信度" in first.text and "匹配的行" in first.text
+    link = urlparse(first.find_element(By.CSS_SELECTOR, ".match-title").get_attribute("href"))
+    assert link.path.endswith(f"/zh/runbooks/{top.runbook}/index.html") or \
+        link.path.endswith(f"/zh/runbooks/{top.runbook}/")
+    assert link.fragment == top.conclusion
+    assert browser.find_element(By.CSS_SELECTOR, "[data-nav-triage]").text == "分析日志"
+
+
+def test_only_knock_ons_say_the_cause_is_elsewhere(browser, site: Path, library_and_kb,
+                                                   tmp_path: Path) -> None:
+    # the lines of a log that only knock-on signatures match, cut out of the logs themselves
+    for path in LOGS:
+        knock_ons = [m for m in python_triage(library_and_kb, path).matches if m.role == KNOCK_ON]
+        if knock_ons:
+            break
+    else:
+        pytest.fail("no log in tests/data/logs has a knock-on match")
+    numbers = {line.line_no for m in knock_ons for line in m.lines()}
+    text = "\n".join(line for n, line in enumerate(log_text(path).splitlines(), 1) if n in numbers) + "\n"
+    (tmp_path / "knock-on.log").write_text(text, "utf-8")
+    result = python_triage(library_and_kb, tmp_path / "knock-on.log")
+    assert result.verdict == KNOCK_ON
+    for lang, words, label in (
+            ("en", "this is a consequence: the cause is earlier, or on another rank", "knock-on"),
+            ("zh", "这是后果：根因更早，或在另一个 rank 上", "后果")):
+        shown = page_triage(browser, site, lang, text)
+        assert shown["verdict"] == "knock-on"
+        assert words in shown["status"]
+        assert shown["matches"][0][0] == f"{result.matches[0].runbook}:{result.matches[0].conclusion}"
+        assert shown["items"][0].find_element(By.CSS_SELECTOR, ".match-role").text == label
+
+
+def test_no_error_and_unknown_error(browser, site: Path) -> None:
+    quiet = "2024-05-01 12:00:00 INFO step 100 loss 2.345\n[rank0]: step 101 loss 2.301\nEpoch 1 done\n"
+    shown = page_triage(browser, site, "en", quiet)
+    assert shown["verdict"] == "no-error" and shown["matches"] == []
+    assert "No error found" in shown["status"]
+    assert page_triage(browser, site, "zh", quiet)["status"].startswith("未发现错误")
+
+    odd = "[rank2]: Traceback (most recent call last):\n[rank2]:   File \"x.py\", line 3\n" \
+          "[rank2]: FrobnicatorError: the frobnicator refused the widget\n"
+    shown = page_triage(browser, site, "en", odd)
+    assert shown["verdict"] == "unknown"
+    assert "No known signature matches" in shown["status"]
+    assert "FrobnicatorError: the frobnicator refused the widget" in shown["status"]
+    search = browser.find_element(By.CSS_SELECTOR, "#triage-status a.triage-search").get_attribute("href")
+    assert urlparse(search).path.endswith("/en/search/")
+    assert parse_qs(urlparse(search).query)["q"] == ["FrobnicatorError: the frobnicator refused the widget"]
+
+
+def test_page_makes_no_network_request(browser, site: Path) -> None:
+    browser.get_log("performance")  # drain
+    browser.get("about:blank")
+    path = next(p for p in LOGS if "watchdog" in p.name)
+    shown = page_triage(browser, site, "en", log_text(path))
+    assert shown["matches"]
+    requested = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            requested.append(message["params"]["request"]["url"])
+    assert requested and all(urlparse(u).scheme in ("file", "data", "about") for u in requested), requested
+    assert [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    script = (site / "static" / "triage.js").read_text("utf-8")
+    for call in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "sendBeacon"):
+        assert call not in script
