@@ -22,32 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from runbook.jobs.words import ranges, ranks_word
+
 _P2P_OPS = ("send", "recv", "isend", "irecv")
 _ORDER = {"mismatch": 0, "missing-ranks": 1, "behind": 2, "in-sync": 3}
 _TAXONOMY = {"mismatch": ["hang.collective"], "behind": ["perf.straggler"],
              "missing-ranks": ["launch.rendezvous"]}
 _WORDS = {1: "one", 2: "two", 3: "three"}
-
-
-def ranks_word(ranks: list[int], lang: str = "en") -> str:
-    """`rank 3`, `ranks 0, 1, 3`, `ranks 0-2` (zh: `rank ...`): runs of three or more as a range."""
-    text = ranges(ranks)
-    if lang == "zh":
-        return f"rank {text}"
-    return f"rank{'s' if len(set(ranks)) > 1 else ''} {text}"
-
-
-def ranges(ranks: list[int]) -> str:
-    parts: list[str] = []
-    ordered = sorted(set(ranks))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.extend([f"{ordered[i]}-{ordered[j]}"] if j - i >= 2 else [str(r) for r in ordered[i:j + 1]])
-        i = j + 1
-    return ", ".join(parts)
 
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,15 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
                 "finding": {"en": "no WORLD_SIZE found: the expected ranks are unknown",
                             "zh": "没有找到 WORLD_SIZE：不知道应有多少个 rank"}}
     missing = sorted(set(range(expected)) - ranks)
+    per_node = max((len(r) for r in found.values()), default=0)
+    if missing and not idle and not unanswered and len(results) * per_node < expected:
+        # Fewer nodes were given than the job runs on (`--nodes gpu01` of a 16-node job): the
+        # other ranks are on nodes not asked about, not missing.
+        return {"verdict": "partial", "ranks": sorted(ranks),
+                "finding": {"en": f"ranks {ranges(sorted(ranks))} of {expected} run on the nodes given; "
+                                  "the others run on nodes not asked about",
+                            "zh": f"所给节点上运行着 {expected} 个 rank 中的 {ranges(sorted(ranks))}；"
+                                  "其余 rank 在未被检查的节点上"}}
     nodes = {node: {"suspect": node in idle or node in unanswered, "ranks": sorted(found[node]),
                     "no_rank": node in idle} for node in results}
     if not missing:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def ranges(ranks: list[int]) -> str:
-    """`0-2, 5` for [0, 1, 2, 5]."""
+    """`0-2, 5` for [0, 1, 2, 5], `0, 1` for [0, 1]: runs of three or more as a range."""
     parts: list[str] = []
     ordered = sorted(set(ranks))
     i = 0
@@ -12,7 +12,7 @@ def ranges(ranks: list[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        parts.extend([f"{ordered[i]}-{ordered[j]}"] if j - i >= 2 else [str(r) for r in ordered[i:j + 1]])
         i = j + 1
     return ", ".join(parts)
 

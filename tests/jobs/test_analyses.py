@@ -1,0 +1,134 @@
+"""Job-level analyses end to end: stack-groups, rank-map and drift as pure functions, and what a
+walk does with them (each node's `job`, the conclusion's finding, the job verdict in every report
+format, exit code 1 when the job has a problem although each node alone looks fine)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runbook import jobs
+from runbook.library.runbooks import load_library
+from runbook.report.build import build_report
+from runbook.report.junit import JunitReporter
+from runbook.report.markdown import MarkdownReporter
+from runbook.report.text import TextReporter
+from runbook.run.walk import Walk
+from runbook.testing.runner import ReplayTransport
+from runbook.transports import Node
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _stack(rank: int, pid: int, wait: str, op: str | None, frame: str) -> dict[str, Any]:
+    entry = {"pid": pid, "wait": wait, "op": op, "user_frame": frame}
+    return {"available": True, "ranks": {str(rank): entry}}
+
+
+def test_stack_groups_names_the_rank_out_of_step_with_host_pid_and_frame() -> None:
+    results = {f"gpu0{r + 1}": _stack(r, 3500 + r, "collective", "all_reduce", "/job/train.py:41 step")
+               for r in (0, 1, 3)}
+    results["gpu07"] = _stack(2, 3519, "running", None, "/job/train.py:88 save_shard")
+    job = jobs.run_analysis("stack-groups", results)
+    assert job["verdict"] == "odd-ranks" and job["problem"] and job["ranks"] == [2]
+    assert job["finding"]["en"] == ("rank 2 (gpu07, pid 3519) is in `save_shard` (train.py:88) while "
+                                    "ranks 0, 1, 3 wait in `all_reduce`")
+    assert "rank 2（gpu07，pid 3519）" in job["finding"]["zh"]
+    assert job["nodes"]["gpu07"]["suspect"] and not job["nodes"]["gpu01"]["suspect"]
+
+
+def test_stack_groups_calls_a_two_against_two_split_a_tie() -> None:
+    results = {"a": _stack(0, 1, "collective", "all_reduce", "/t.py:1 f"),
+               "b": _stack(1, 2, "collective", "all_reduce", "/t.py:1 f"),
+               "c": _stack(2, 3, "collective", "barrier", "/t.py:9 g"),
+               "d": _stack(3, 4, "collective", "barrier", "/t.py:9 g")}
+    job = jobs.run_analysis("stack-groups", results)
+    assert job["verdict"] == "tie" and job["finding"]["en"].startswith("a tie, no majority to trust")
+
+
+def test_rank_map_missing_partial_and_complete() -> None:
+    proc = lambda rank: {"processes": [{"rank": rank, "world_size": 4}]}  # noqa: E731
+    missing = jobs.run_analysis("rank-map", {"n1": proc(0), "n2": proc(1), "n3": {"processes": []},
+                                             "n4": proc(3)})
+    assert missing["verdict"] == "missing-ranks" and missing["ranks"] == [2] and missing["hosts"] == ["n3"]
+    assert missing["finding"]["en"].startswith("rank 2 of 4 missing")
+    assert "n3 runs no rank" in missing["finding"]["en"]
+    partial = jobs.run_analysis("rank-map", {"n1": proc(0)})  # one node of a four-node job asked about
+    assert partial["verdict"] == "partial" and not partial["problem"]
+    complete = jobs.run_analysis("rank-map", {f"n{r}": proc(r) for r in range(4)})
+    assert complete["verdict"] == "complete" and not complete["problem"]
+    unanswered = jobs.run_analysis("rank-map", {"n1": proc(0), "n2": proc(1), "n3": None, "n4": proc(3)})
+    assert unanswered["taxonomy"] == ["hardware.host"] and "n3 did not answer" in unanswered["finding"]["en"]
+
+
+def test_drift_names_the_setting_and_the_node_that_differs() -> None:
+    results = {n: {"settings": {"NCCL_SOCKET_IFNAME": "ib0", "NCCL_IB_DISABLE": "0"}, "pid": i}
+               for i, n in enumerate(("n1", "n2", "n3"))}
+    results["n2"]["settings"]["NCCL_SOCKET_IFNAME"] = "eth9"
+    job = jobs.run_analysis("drift", results, {"fields": ["settings."]})
+    assert job["verdict"] == "differs" and job["hosts"] == ["n2"]
+    assert job["finding"]["en"] == "settings.NCCL_SOCKET_IFNAME is ib0 on most nodes but n2: eth9"
+    assert job["nodes"]["n2"]["differs"] == {"settings.NCCL_SOCKET_IFNAME": "eth9"}
+    same = jobs.run_analysis("drift", {"n1": results["n1"], "n3": results["n3"]}, {"fields": ["settings."]})
+    assert same["verdict"] == "same" and not same["problem"]
+
+
+def test_an_analysis_that_raises_loses_no_node(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    library = load_library([ROOT / "runbooks"])
+    cases = yaml.safe_load((ROOT / "runbooks" / "training-hang.tests.yaml").read_text("utf-8"))["cases"]
+    case = next(c for c in cases if c["name"].startswith("rank 2 is in save_shard"))
+    monkeypatch.setitem(jobs.ANALYSES, "stack-groups", lambda results, params: 1 / 0)
+    outcomes, walk = _walk(library, case)
+    # Every node walked on past the step (to flight-records, which this case has no answer for).
+    assert all("stack-dump" in o.path and "flight-records" in (o.reason or "") for o in outcomes)
+    failed = next(v.result for v in walk.job_verdicts if v.result["analysis"] == "stack-groups")
+    assert failed["verdict"] == "failed" and "ZeroDivisionError" in failed["finding"]["en"]
+
+
+def _walk(library, case: dict[str, Any]):  # type: ignore[no-untyped-def]
+    results = {node: dict(steps.items())
+               for node, steps in case["nodes"].items()}
+    walk = Walk(library, library.get("training-hang"), [Node(n, "local") for n in case["nodes"]],
+                ReplayTransport(results), case.get("params") or {})
+    return walk.run(), walk
+
+
+def test_the_job_verdict_comes_first_in_every_report_and_the_run_exits_1() -> None:
+    library = load_library([ROOT / "runbooks"])
+    cases = yaml.safe_load((ROOT / "runbooks" / "training-hang.tests.yaml").read_text("utf-8"))["cases"]
+    case = next(c for c in cases if c["name"].startswith("rank 2 is in save_shard"))
+    outcomes, walk = _walk(library, case)
+    report = build_report(library.get("training-hang"), outcomes, "2026-11-26T10:00:00Z", 1.0, "en", {},
+                          job_verdicts=walk.job_verdicts)
+    assert report["summary"]["exit_code"] == 1
+    stack_job = next(j for j in report["summary"]["job"] if j["analysis"] == "stack-groups")
+    assert stack_job["verdict"] == "odd-ranks" and stack_job["suspects"] == ["node3"]
+    node3 = next(n for n in report["nodes"] if n["node"] == "node3")
+    assert node3["finding"].startswith("rank 2 (node3, pid 12) is in `save_shard` (train.py:88)")
+    text = TextReporter(lang="en").render(report)
+    assert text.splitlines()[0].startswith("✖ JOB: rank 2 (node3, pid 12) is in `save_shard`")
+    assert "  ▸ rank 2 (node3" in text
+    markdown = MarkdownReporter(lang="en").render(report)
+    assert markdown.startswith("> **✖ JOB: rank 2 (node3")
+    suite = ET.fromstring(JunitReporter(lang="en").render(report))
+    first = suite.find("testcase")
+    assert first is not None and first.get("name", "") == "job: stack-dump"
+    chinese = TextReporter(lang="zh").render(build_report(library.get("training-hang"), outcomes,
+                                                     "2026-11-26T10:00:00Z", 1.0, "zh", {},
+                                                     job_verdicts=walk.job_verdicts))
+    assert chinese.splitlines()[0].startswith("✖ 作业: rank 2（node3，pid 12）")
+    json.dumps(report)  # plain data
+
+
+def test_a_job_whose_nodes_each_look_fine_still_exits_1() -> None:
+    """Drift: every node alone concludes log-stalled or settings-differ (a warning); without the
+    warning node the job verdict alone makes the exit code 1."""
+    from runbook.report.build import exit_code
+
+    nodes = [{"node": "n1", "status": "concluded", "conclusion": {"severity": "info"}}]
+    assert exit_code(nodes) == 0
+    assert exit_code(nodes, [{"problem": True}]) == 1
