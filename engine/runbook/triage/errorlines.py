@@ -24,15 +24,15 @@ KEYWORDS = ("error", "exception", "fatal", "critical", "fault", "failure", "inte
             "failed", "traceback", "killing subprocess", "sigterm", "sigabrt", "sigsegv", "sigbus",
             "core dumped", "e0000 00:", '", line 0',
             "错误", "失败", "异常", "报错", "崩溃")
-_EXCEPTION = re.compile(
+EXCEPTION_LINE = re.compile(
     r"^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)\b(?:[:(]|$)")
-_ERROR = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|错误|失败|异常|报错|崩溃"
+ERROR_LINE = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|错误|失败|异常|报错|崩溃"
                     r"|^[EF]\d{4} \d\d:\d\d:\d\d|\bfailed \(exitcode: -?\d+\)|\bFAILED\b"
                     r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+")
 # A traceback's first line, or one of its frames (`File "...", line 12, in f`; faulthandler's
 # `line 12 in f`, without the comma, is a stack dump, not an error).
 _TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|\bFile \"[^\"]+\", line \d+, in \S")
-_NOT_ERRORS = re.compile(r"\b(?:0 errors?|no errors?|error_rate|ignore_errors|on_error)\b", re.IGNORECASE)
+NOT_ERRORS = re.compile(r"\b(?:0 errors?|no errors?|error_rate|ignore_errors|on_error)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -45,11 +45,11 @@ class ErrorLines:
 
     def see(self, text: str, hit: Any) -> None:
         """Keep `hit` (a LineHit) when its normalised `text` reads as an error."""
-        if _NOT_ERRORS.search(text):
+        if NOT_ERRORS.search(text):
             return
-        if _EXCEPTION.match(text):
+        if EXCEPTION_LINE.match(text):
             self.exceptions.append(hit)
-        elif _ERROR.search(text):
+        elif ERROR_LINE.search(text):
             self.errors.append(hit)
         elif _TRACEBACK.search(text):
             self.tracebacks.append(hit)

@@ -37,7 +37,7 @@ _PREFIX_SOURCE = rf"(?:[ \t]*(?:{_ANY_PREFIX})[ \t]*(?:[|\-:](?=[ \t]))?)+[ \t]*
 ANSI = re.compile(_ANSI)
 PREFIX = re.compile(r"\A" + _PREFIX_SOURCE)
 PREFIX_LINES = re.compile("^" + _PREFIX_SOURCE, re.MULTILINE)
-_CRI_PARTIAL = re.compile(r"\S+ (?:stdout|stderr) P ")
+CRI_PARTIAL = re.compile(r"\S+ (?:stdout|stderr) P ")
 
 # Lines cut at a terminal's width or a logger's record limit are this long (characters).
 MAX_JOINED = 65536  # characters: a logical line stops growing here
@@ -95,7 +95,7 @@ def join_wrapped(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, in
 
 
 def _is_partial(line: str) -> bool:
-    return " P " in line[:48] and _CRI_PARTIAL.match(line) is not None
+    return " P " in line[:48] and CRI_PARTIAL.match(line) is not None
 
 
 def _is_cut(line: str) -> bool:

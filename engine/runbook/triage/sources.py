@@ -23,7 +23,7 @@ MAX_FILES = 10_000  # in one directory tree: a mistyped `/` should not read the 
 _LINE_RANK = re.compile(
     r"\[(?:rank|default|Rank) ?(\d+)\]:|\[\d+,(\d+)\]<std|^\s*(\d{1,5}): |\b[Rr]ank[ _:]?(\d+)\b")
 _FILE_RANK = re.compile(r"(?:rank|local_rank|proc|worker|task|gpu)[_.\-]?(\d+)", re.IGNORECASE)
-_TIME = re.compile(
+TIMESTAMP = re.compile(
     r"(?P<date>\d{4}[-/]\d{2}[-/]\d{2})?[T ]?(?<!\d)(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?")
 
 
@@ -100,7 +100,7 @@ def line_rank(raw: str) -> int | None:
 def line_time(raw: str) -> str | None:
     """The line's timestamp as `YYYY-MM-DD HH:MM:SS[.ffffff]` (date when it has one), which
     sorts in time order, or None. Looked for near the start of the line only."""
-    found = _TIME.search(raw[:80])
+    found = TIMESTAMP.search(raw[:80])
     if not found:
         return None
     date = (found.group("date") or "").replace("/", "-")
