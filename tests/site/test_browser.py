@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,26 +18,19 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from tests.site.headless import WAIT_S, browser_marks, chromium
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-WAIT_S = 20.0
 
 try:
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - the dev extra installs it
     webdriver = None
 
-MISSING = [name for name, found in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
-                                     ("selenium", webdriver)) if not found]
-if MISSING and os.environ.get("CI"):
-    pytest.fail(f"browser tests need {', '.join(MISSING)} (make setup installs them)", pytrace=False)
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")]
+pytestmark = browser_marks()
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +54,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _driver(language: str = "en-US") -> webdriver.Chrome:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1000", f"--lang={language}", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update"):
-        options.add_argument(arg)
-    options.add_experimental_option("prefs", {"intl.accept_languages": language})
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(WAIT_S)
-    return driver
+    return chromium(language)
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,27 +26,19 @@ from runbook.triage.lognorm import normalize
 from runbook.triage.result import TriageResult, triage_sources
 from runbook.triage.sources import Source
 from runbook.triage.verdict import CAUSE, KNOCK_ON
+from tests.site.headless import WAIT_S, browser_marks, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted((ROOT / "tests" / "data" / "logs").glob("*.log*"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-WAIT_S = 20.0
 
 try:
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - the dev extra installs it
     webdriver = None
 
-MISSING = [name for name, found in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER),
-                                     ("selenium", webdriver)) if not found]
-if MISSING and os.environ.get("CI"):
-    pytest.fail(f"browser tests need {', '.join(MISSING)} (make setup installs them)", pytrace=False)
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")]
+pytestmark = browser_marks()
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +62,7 @@ def library_and_kb() -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1000", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(WAIT_S)
+    driver = chromium()
     yield driver
     driver.quit()
 
