@@ -43,8 +43,8 @@ ANALYSES: dict[str, Analysis] = {
 # The check each analysis reads; lint says when a step pairs one with another check.
 READS: dict[str, tuple[str, ...]] = {
     "stack-groups": ("stack",),
-    "rank-map": ("process", "stack", "torch_info"),
-    "drift": ("torch_info", "nccl", "env", "system", "gpu", "gpu_nvml", "gpu_smi", "command"),
+    "rank-map": ("process", "stack", "torch"),
+    "drift": ("torch", "nccl", "env", "system", "gpu", "host", "command"),
     "flight-recorder": ("flight_recorder",),
 }
 

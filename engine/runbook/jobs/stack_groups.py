@@ -114,13 +114,17 @@ def _what(rank: dict[str, Any]) -> dict[str, str]:
     if rank["wait"] == "collective":
         op = rank["op"] or "a collective"
         caller = f" from `{func}`{at}" if func else ""
-        return {"en": f"in `{op}`{caller}", "en_plural": f"wait in `{op}`", "zh": f"在 `{op}` 中等待{caller}"}
+        caller_zh = f"（由 `{func}`{at} 调用）" if func else ""
+        return {"en": f"in `{op}`{caller}", "en_plural": f"wait in `{op}`",
+                "zh": f"在 `{op}` 中等待{caller_zh}"}
     if rank["wait"] in ("running", "idle"):
         where = f"`{func}`{at}" if func else "code outside any collective"
         return {"en": f"in {where}", "en_plural": f"are in {where}", "zh": f"停在 {where}（集合通信之外）"}
     what = {"dataloader": "the DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "a CUDA synchronize",
             "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
-    return {"en": f"waiting on {what}{at}", "en_plural": f"wait on {what}", "zh": f"在等待 {what}{at}"}
+    what_zh = {"dataloader": "DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "CUDA 同步",
+               "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
+    return {"en": f"waiting on {what}{at}", "en_plural": f"wait on {what}", "zh": f"在等待 {what_zh}{at}"}
 
 
 def _split(frame: Any) -> tuple[str | None, str | None]:
