@@ -264,6 +264,82 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="002_8c5ded5e8229fdf4.txt",
         requires=("torch",),
     ),
+    # One rank per host of a 4-rank gloo job (start each rank on its own host with RANK,
+    # WORLD_SIZE=4, MASTER_ADDR/MASTER_PORT of rank 0's host): tests/e2e/test_cross_rank.py.
+    "gloo_async_mismatch": ScenarioSpec(
+        name="gloo_async_mismatch",
+        script="gloo_async_mismatch/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job: after 3 steps the "
+                  "ranks share metrics with an async collective, ranks 0-2 all_gather, rank 3 "
+                  "broadcast; every rank polls work.is_completed() forever (identical stacks) and "
+                  "dumps its flight record. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务：训练 3 步后用异步集合通信"
+                  "交换指标，rank 0-2 调用 all_gather，rank 3 调用 broadcast；所有 rank 永远轮询 "
+                  "work.is_completed()（调用栈完全相同），并转储各自的 flight recorder。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        requires=("torch",),
+    ),
+    "gloo_rank_outside": ScenarioSpec(
+        name="gloo_rank_outside",
+        script="gloo_rank_outside/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job: at step 5 rank 2 "
+                  "waits forever in save_shard (a lock nobody releases) while ranks 0, 1, 3 wait in "
+                  "dist.all_reduce for it. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务：第 5 步时 rank 2 永远等在 "
+                  "save_shard 中（一把没人释放的锁），rank 0、1、3 在 dist.all_reduce 中等它。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        related=("perf.straggler",),
+        requires=("torch",),
+    ),
+    "gloo_rank_behind": ScenarioSpec(
+        name="gloo_rank_behind",
+        script="gloo_rank_behind/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job: rank 2 skips a "
+                  "batch with a non-finite loss before the gradient all_reduce, so it is one "
+                  "collective behind; it ends the epoch early and waits for a checkpoint while ranks "
+                  "0, 1, 3 wait in the last all_reduce. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务：rank 2 在梯度 all_reduce "
+                  "之前跳过了一个损失非有限的批次，于是落后一个集合通信；它提前结束本轮并等待检查点，"
+                  "rank 0、1、3 则等在最后一个 all_reduce 中。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        related=("perf.straggler",),
+        requires=("torch",),
+    ),
+    "gloo_missing_rank": ScenarioSpec(
+        name="gloo_missing_rank",
+        script="gloo_missing_rank/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job started on three "
+                  "hosts only (ranks 0, 1, 3): they wait in init_process_group for rank 2 forever. "
+                  "Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务只在三台主机上启动"
+                  "（rank 0、1、3）：它们在 init_process_group 中永远等待 rank 2。需要 torch。",
+        },
+        taxonomy="launch.rendezvous",
+        requires=("torch",),
+    ),
+    "gloo_nccl_drift": ScenarioSpec(
+        name="gloo_nccl_drift",
+        script="gloo_nccl_drift/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job whose host node02 "
+                  "was launched with other NCCL settings (NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME=eth9): "
+                  "its rank runs its all_reduce on another transport's group and every rank waits in "
+                  "the same dist.all_reduce forever. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务，其中 node02 以不同的 NCCL "
+                  "设置启动（NCCL_IB_DISABLE=1、NCCL_SOCKET_IFNAME=eth9）：它的 rank 在另一种传输方式的"
+                  "进程组上做 all_reduce，所有 rank 永远等在同一个 dist.all_reduce 中。需要 torch。",
+        },
+        taxonomy="launch.environment",
+        related=("hang.collective",),
+        requires=("torch",),
+    ),
     # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }
 

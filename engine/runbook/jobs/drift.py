@@ -20,13 +20,17 @@ _DEFAULT_PREFIXES = ("version", "nccl_version", "cuda", "cudnn", "driver", "pyth
 
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
-    answered = {node: _flat(result) for node, result in results.items() if result}
+    # A node whose check found no training process has nothing to compare: every setting unset.
+    answered = {node: _flat(result) for node, result in results.items()
+                if result and result.get("available", True) is not False}
+    ranks = {node: result.get("rank") for node, result in results.items()
+             if result and isinstance(result.get("rank"), int)}
     prefixes = tuple(params.get("fields") or _DEFAULT_PREFIXES)
     paths = sorted({p for flat in answered.values() for p in flat if _wanted(p, prefixes)})
     differing: dict[str, dict[str, Any]] = {}
     for path in paths:
         values = {node: flat.get(path) for node, flat in answered.items()}
-        if len({_key(v) for v in values.values()}) > 1:
+        if len({_key(v) for v in values.values()}) > 1 and _has_majority(values):
             differing[path] = values
     nodes = {node: {"suspect": False, "differs": {}} for node in results}
     if len(answered) < 2 or not differing:
@@ -40,7 +44,7 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
         for node, value in odd.items():
             nodes[node]["suspect"] = True
             nodes[node]["differs"][path] = value
-        shown = ", ".join(f"{node}: {_show(v)}" for node, v in sorted(odd.items()))
+        shown = ", ".join(f"{_who(node, ranks)}: {_show(v)}" for node, v in sorted(odd.items()))
         parts_en.append(f"{path} is {_show(usual)} on most nodes but {shown}")
         parts_zh.append(f"{path} 在多数节点上是 {_show(usual)}，但 {shown}")
     more = len(parts_en) - MAX_NAMED
@@ -48,7 +52,20 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
     zh = "；".join(parts_zh[:MAX_NAMED]) + (f"；另有 {more} 项" if more > 0 else "")
     hosts = sorted(node for node, part in nodes.items() if part["suspect"])
     return {"verdict": "differs", "problem": True, "taxonomy": ["launch.environment"], "hosts": hosts,
+            "ranks": sorted(ranks[h] for h in hosts if h in ranks),
             "fields": sorted(differing), "nodes": nodes, "finding": {"en": en, "zh": zh}}
+
+
+def _has_majority(values: dict[str, Any]) -> bool:
+    """A value more nodes share than any other, and by at least two: a setting that differs
+    on every node (a per-host path) or splits two against two names no odd node."""
+    counts = sorted((list(map(_key, values.values())).count(k) for k in {_key(v) for v in values.values()}),
+                    reverse=True)
+    return counts[0] >= 2 and (len(counts) == 1 or counts[0] > counts[1])
+
+
+def _who(node: str, ranks: dict[str, int]) -> str:
+    return f"{node} (rank {ranks[node]})" if node in ranks else node
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:

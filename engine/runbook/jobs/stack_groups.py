@@ -13,7 +13,8 @@ from typing import Any
 
 from runbook.jobs.words import ranks_word
 
-_RENDEZVOUS = ("init_process_group", "rendezvous", "_store_based_barrier", "next_rendezvous")
+_RENDEZVOUS = ("init_process_group", "rendezvous", "_store_based_barrier", "next_rendezvous",
+               "_create_c10d_store", "_new_process_group_helper", "TCPStore")
 
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +46,7 @@ def _ranks(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
                 continue
             frame = entry.get("user_frame")
             out.append({"rank": _int(rank), "node": node, "pid": entry.get("pid"), "wait": entry.get("wait"),
-                        "op": entry.get("op"), "frame": frame,
+                        "op": entry.get("op"), "frame": frame, "frames": _frames(result, entry.get("pid")),
                         "key": (entry.get("wait"), entry.get("op"), _where(frame))})
     return out
 
@@ -53,8 +54,7 @@ def _ranks(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
 def _same(results: dict[str, dict[str, Any]], group: list[dict[str, Any]]) -> dict[str, Any]:
     first = group[0]
     what = _what(first)
-    return {"verdict": "in-step", "ranks": [r["rank"] for r in group],
-            "hosts": sorted({r["node"] for r in group}),
+    return {"verdict": "in-step", "ranks": [r["rank"] for r in group], "hosts": [],
             "finding": {"en": f"all {len(group)} ranks wait the same way: {what['en']}",
                         "zh": f"全部 {len(group)} 个 rank 的等待方式相同：{what['zh']}"},
             "nodes": {node: {"suspect": False} for node in results}}
@@ -141,7 +141,19 @@ def _where(frame: Any) -> str | None:
 
 
 def _in_rendezvous(rank: dict[str, Any]) -> bool:
-    return any(word in str(rank.get("frame") or "") or word == rank.get("op") for word in _RENDEZVOUS)
+    """In init_process_group or the store it waits on, however the program wraps the call."""
+    texts = [str(rank.get("frame") or ""), *rank["frames"]]
+    return any(word in text for word in _RENDEZVOUS for text in texts) or rank.get("op") in _RENDEZVOUS
+
+
+def _frames(result: dict[str, Any], pid: Any) -> list[str]:
+    """The frames of the main thread of process `pid` in a `stack` result (innermost first)."""
+    for process in result.get("processes") or []:
+        if isinstance(process, dict) and process.get("pid") == pid:
+            threads = [t for t in process.get("threads") or [] if isinstance(t, dict)]
+            main = next((t for t in threads if t.get("name") == "MainThread"), threads[0] if threads else {})
+            return [str(f) for f in main.get("frames") or []]
+    return []
 
 
 def _int(value: Any) -> int:
