@@ -155,7 +155,7 @@ symptoms:             # what a person sees; feeds search and `runbook triage`
   - en: "$marker: what a person sees, e.g. the error line in the log"
     zh: "$marker：人能看到的现象，例如日志里的报错行"
 # signatures:         # regexes of log lines that point `runbook triage` to this runbook
-#   - {pattern: 'the exact error text', goto: first-check}
+#   - {pattern: 'the exact error text', goto: first-check, conclusion: the-conclusion-it-shows}
 # params:             # values given with --set name=value
 #   log: {type: path, required: true, help: {en: The training log, zh: 训练日志}}
 start: first-check
