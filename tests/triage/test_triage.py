@@ -200,6 +200,7 @@ def test_invalid_signature_is_skipped_with_a_warning(library) -> None:  # type: 
      "torch.OutOfMemoryError: CUDA out of memory"),
     ("  File \"train.py\", line 3", "  File \"train.py\", line 3"),  # indentation without a prefix stays
     ("(raylet) A worker died", "(raylet) A worker died"),  # not a pid prefix: it says who is talking
+    ("sglang-1  | Thread 12816 (idle): \"MainThread\"", "Thread 12816 (idle): \"MainThread\""),  # compose
     ("ib0: link down", "ib0: link down"),
 ])
 def test_normalize(line: str, expected: str) -> None:

@@ -30,6 +30,7 @@ _RANKS = (
     r"\[\d+,\d+\]<std(?:out|err|in)>:",  # Open MPI --tag-output: [1,3]<stderr>:
     r"[\w.-]+:\d+:\d+ \[\d+\]",  # NCCL: gpu001:4242:4300 [3]
     r"\d{1,5}:(?= )",  # srun --label: `3: `
+    r"[a-z][\w.-]*[-_]\d+ +\|(?= )",  # docker compose: `sglang-1  | `
 )
 _ANY_PREFIX = "|".join(_TIMESTAMPS + _RANKS)
 _PREFIX_SOURCE = rf"(?:[ \t]*(?:{_ANY_PREFIX})[ \t]*(?:[|\-:](?=[ \t]))?)+[ \t]*"
