@@ -182,3 +182,13 @@ def test_parse_stat_with_odd_comm() -> None:
         "pid": 1234, "comm": "py (x) y", "state": "S", "ppid": 41, "utime": 120, "stime": 30,
         "threads": 9, "starttime": 5000, "rss_pages": 256,
     }
+
+
+def test_a_rank_launched_by_srun_alone_has_slurms_names() -> None:
+    from runbook.checks.process import env_rank
+
+    slurm = {"SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NTASKS": "8"}
+    assert [env_rank(slurm, n) for n in ("RANK", "LOCAL_RANK", "WORLD_SIZE")] == [3, 1, 8]
+    torchrun = {**slurm, "RANK": "5", "LOCAL_RANK": "0", "WORLD_SIZE": "16"}  # torch's names win
+    assert [env_rank(torchrun, n) for n in ("RANK", "LOCAL_RANK", "WORLD_SIZE")] == [5, 0, 16]
+    assert env_rank({}, "RANK") is None

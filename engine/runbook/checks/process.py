@@ -284,11 +284,22 @@ def _process_entry(
         "rss_mib": round(st["rss_pages"] * page / _MIB, 1),
         "threads": st["threads"],
         "age_s": round(max(age, 0.0), 1),
-        "rank": _env_int(env, "RANK"),
-        "local_rank": _env_int(env, "LOCAL_RANK"),
-        "world_size": _env_int(env, "WORLD_SIZE"),
+        "rank": env_rank(env, "RANK"),
+        "local_rank": env_rank(env, "LOCAL_RANK"),
+        "world_size": env_rank(env, "WORLD_SIZE"),
         "zombie": st["state"] == "Z",
     }
+
+
+# A rank launched by srun without a launcher of its own has Slurm's names only.
+_SLURM_NAMES = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS"}
+
+
+def env_rank(env: dict[str, str], name: str) -> int | None:
+    """RANK, LOCAL_RANK or WORLD_SIZE from a process's environment; Slurm's own name for it
+    (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS) when torch's is not set."""
+    value = _env_int(env, name)
+    return value if value is not None or name not in _SLURM_NAMES else _env_int(env, _SLURM_NAMES[name])
 
 
 def _env_int(env: dict[str, str], name: str) -> int | None:

@@ -172,7 +172,7 @@ def _entries(selected: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
         env = info.get("env")
         if env is None:
             env = _environ(pid)
-        entries.append({"pid": pid, "ppid": info["stat"]["ppid"], "rank": process._env_int(env, "RANK"),
+        entries.append({"pid": pid, "ppid": info["stat"]["ppid"], "rank": process.env_rank(env, "RANK"),
                         "role": "rank", "cmdline": _cmdline(pid), "state": info["stat"]["state"]})
     assign_roles(entries)
     order = {"rank": 0, "launcher": 1, "worker": 2}

@@ -29,6 +29,8 @@ def add_node_args(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("nodes")
     where.add_argument("--nodes", help="nodes: a,b  gpu[001-064]  @hostfile  localhost "
                        "(default: this machine)")
+    where.add_argument("--slurm-job", metavar="ID", help="a Slurm job: its nodes, reached through its "
+                       "own allocation (srun --overlap), and its StdOut as the default log")
     where.add_argument("--inventory", "-i", help="inventory file: ours (YAML) or Ansible INI/YAML")
     where.add_argument("--group", "-g", help="the inventory group to use (default: all hosts)")
     where.add_argument("--executor", choices=("local", "ssh", "ray"), default=None,

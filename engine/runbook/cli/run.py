@@ -39,12 +39,17 @@ class Walked:
 
 
 def run(args: argparse.Namespace) -> int:
+    from runbook.cli.targets import JobNotRunning
     from runbook.report import get_reporter
     from runbook.report.build import build_report
     from runbook.report.text import is_tty
 
     try:
         plan = _plan(args)
+    except JobNotRunning as stopped:
+        from runbook.cli.slurm_ended import explain_ended_job
+
+        return explain_ended_job(stopped.job, args)
     except UsageError as exc:
         if str(exc):
             print(f"runbook: {exc}", file=sys.stderr)
@@ -72,6 +77,16 @@ def _interrupt_reason() -> str:
     return interrupt_reason()
 
 
+def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:
+    """With --slurm-job, the job's StdOut is the `log` unless --set gave one."""
+    from runbook.cli.targets import slurm_job
+
+    job = slurm_job(args)
+    given = {s.split("=", 1)[0] for s in args.sets or []}
+    if job is not None and "log" in runbook.params and "log" not in given and job.stdout:  # type: ignore[attr-defined]
+        params["log"] = job.stdout  # type: ignore[attr-defined]
+
+
 def _plan(args: argparse.Namespace) -> Plan:
     """The runbook, its parameters and the nodes. Raises UsageError (an empty one when the
     runbook's lookup already said why)."""
@@ -87,11 +102,16 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise UsageError("")
     if args.yes and not args.apply:
         raise UsageError("--yes only makes sense with --apply")
+    from runbook.cli.targets import JobNotRunning
+
     try:
         params = parse_sets(runbook, args.sets)
         nodes = nodes_from_args(args)
+    except JobNotRunning:
+        raise
     except (ParamError, NodeSpecError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    _default_log_from_job(args, runbook, params)
     record_dir = Path(args.record) if args.record else None
     if record_dir is not None:
         from runbook.run.recording import RecordingError, prepare_dir

@@ -41,11 +41,11 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(result.to_json(args.lang), ensure_ascii=False, indent=2))
     else:
-        _print_text(result, args.lang, library)
+        print_text(result, args.lang, library)
     return 0 if result.verdict != "no-error" else 1
 
 
-def _print_text(result: TriageResult, lang: str, library: object) -> None:
+def print_text(result: TriageResult, lang: str, library: object) -> None:
     zh = lang == "zh"
     names = ", ".join(s.path for s in result.sources[:3]) + (" ..." if len(result.sources) > 3 else "")
     print(f"{names}（{result.lines} 行）" if zh else f"{names} ({result.lines} lines)")

@@ -47,7 +47,8 @@ def _ranks(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
             frame = entry.get("user_frame")
             out.append({"rank": _int(rank), "node": node, "pid": entry.get("pid"), "wait": entry.get("wait"),
                         "op": entry.get("op"), "frame": frame, "frames": _frames(result, entry.get("pid")),
-                        "key": (entry.get("wait"), entry.get("op"), _where(frame))})
+                        # running and idle differ only in the instant py-spy sampled: one group
+                        "key": (_kind(entry.get("wait")), entry.get("op"), _where(frame))})
     return out
 
 
@@ -69,7 +70,8 @@ def _odd(results: dict[str, dict[str, Any] | None], ordered: list[list[dict[str,
     usual = _what(healthy[0])
     who = f"{ranks_word([first['rank']])} ({first['node']}, pid {first['pid']})"
     others = ranks_word([r["rank"] for r in healthy])
-    en = f"{who} is {odd['en']} while {others} {usual['en_plural']}"
+    verb = usual["en_one"] if len(healthy) == 1 else usual["en_plural"]
+    en = f"{who} is {odd['en']} while {others} {verb}"
     healthy_zh = ranks_word([r["rank"] for r in healthy], "zh")
     zh = (f"rank {first['rank']}（{first['node']}，pid {first['pid']}）{odd['zh']}，"
           f"而 {healthy_zh} {usual['zh']}")
@@ -115,16 +117,18 @@ def _what(rank: dict[str, Any]) -> dict[str, str]:
         op = rank["op"] or "a collective"
         caller = f" from `{func}`{at}" if func else ""
         caller_zh = f"（由 `{func}`{at} 调用）" if func else ""
-        return {"en": f"in `{op}`{caller}", "en_plural": f"wait in `{op}`",
+        return {"en": f"in `{op}`{caller}", "en_plural": f"wait in `{op}`", "en_one": f"waits in `{op}`",
                 "zh": f"在 `{op}` 中等待{caller_zh}"}
     if rank["wait"] in ("running", "idle"):
         where = f"`{func}`{at}" if func else "code outside any collective"
-        return {"en": f"in {where}", "en_plural": f"are in {where}", "zh": f"停在 {where}（集合通信之外）"}
+        return {"en": f"in {where}", "en_plural": f"are in {where}", "en_one": f"is in {where}",
+                "zh": f"停在 {where}（集合通信之外）"}
     what = {"dataloader": "the DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "a CUDA synchronize",
             "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
     what_zh = {"dataloader": "DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "CUDA 同步",
                "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
-    return {"en": f"waiting on {what}{at}", "en_plural": f"wait on {what}", "zh": f"在等待 {what_zh}{at}"}
+    return {"en": f"waiting on {what}{at}", "en_plural": f"wait on {what}", "en_one": f"waits on {what}",
+            "zh": f"在等待 {what_zh}{at}"}
 
 
 def _split(frame: Any) -> tuple[str | None, str | None]:
@@ -154,6 +158,10 @@ def _frames(result: dict[str, Any], pid: Any) -> list[str]:
             main = next((t for t in threads if t.get("name") == "MainThread"), threads[0] if threads else {})
             return [str(f) for f in main.get("frames") or []]
     return []
+
+
+def _kind(wait: Any) -> Any:
+    return "running" if wait == "idle" else wait
 
 
 def _int(value: Any) -> int:

@@ -16,6 +16,7 @@ TRANSPORTS: dict[str, str] = {
     "local": "runbook.transports.local:LocalTransport",
     "ssh": "runbook.transports.ssh:SshTransport",
     "ray": "runbook.transports.ray_cluster:RayTransport",
+    "slurm": "runbook.transports.slurm:SlurmTransport",
 }
 
 
