@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, NodeSpecError, ValueError) as exc:
         print(f"runbook collect: {exc}", file=sys.stderr)
         return 2
+    _default_log_from_job(args, request.params)
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     outcomes, interrupted = collect(nodes, transports_from_args(args), request.params, args)
@@ -75,6 +76,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- the command line ----------------------------------------------------------------------------
+
+
+def _default_log_from_job(args: argparse.Namespace, params: dict[str, Any]) -> None:
+    """With --slurm-job, the job's StdOut is the `log` unless --set gave one (as in `run`)."""
+    from runbook.cli.targets import slurm_job
+
+    job = slurm_job(args)
+    if job is not None and "log" not in params and getattr(job, "stdout", None):
+        params["log"] = job.stdout  # type: ignore[attr-defined]
 
 
 def parse_request(args: argparse.Namespace) -> Request:

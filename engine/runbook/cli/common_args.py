@@ -31,6 +31,9 @@ def add_node_args(parser: argparse.ArgumentParser) -> None:
                        "(default: this machine)")
     where.add_argument("--slurm-job", metavar="ID", help="a Slurm job: its nodes, reached through its "
                        "own allocation (srun --overlap), and its StdOut as the default log")
+    where.add_argument("--slurm-nodes", metavar="HOSTLIST", help="idle Slurm nodes (gpu[01-64]): "
+                       "allocated for this run (salloc, job name runbook-health), checked through "
+                       "that allocation without SSH, and released at its end")
     where.add_argument("--inventory", "-i", help="inventory file: ours (YAML) or Ansible INI/YAML")
     where.add_argument("--group", "-g", help="the inventory group to use (default: all hosts)")
     where.add_argument("--executor", choices=("local", "ssh", "ray"), default=None,

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import math
 import socket
+import sys
+import threading
+from typing import Any
 
 from runbook.transports import Node, NodeTransports
 
@@ -33,6 +38,8 @@ def nodes_from_args(args: argparse.Namespace) -> list[Node]:
     `--slurm-job` that does not run."""
     from runbook.run.nodes import build_nodes, expand
 
+    if getattr(args, "slurm_nodes", None):
+        return _allocated_nodes(args)
     job = slurm_job(args)
     if job is not None:
         from runbook.run.slurm import nodes_of
@@ -55,9 +62,71 @@ def nodes_from_args(args: argparse.Namespace) -> list[Node]:
 
 
 def transports_from_args(args: argparse.Namespace) -> NodeTransports:
-    return NodeTransports(
+    options: dict[str, Any] = dict(
         local={"python": args.python},
         ssh={"python": args.python, "connect_timeout": args.connect_timeout,
              "accept_new_host_keys": args.accept_new_host_keys},
         ray={"address": args.ray_address, "python": args.python},
         slurm={"python": args.python})
+    owner = getattr(args, "_slurm_allocation", None)
+    if owner is not None:
+        return _ReleasingTransports(owner, **options)
+    return NodeTransports(**options)
+
+
+# -- --slurm-nodes: the allocation this run holds, and gives back ---------------------------------
+
+
+class AllocationOwner:
+    """The `runbook-health` allocation of one command: released once, by the transports'
+    close() (the end of the run, Ctrl-C, errors: every command closes its transports), or at
+    exit when the command stopped before it made any. Its --time limit ends it otherwise
+    (a second Ctrl-C, which exits at once)."""
+
+    def __init__(self, allocation: Any) -> None:
+        self.allocation = allocation
+        self._lock = threading.Lock()
+        atexit.register(self.release)
+
+    def release(self) -> None:
+        with self._lock:
+            problem = self.allocation.release()
+        if problem:
+            print(f"runbook: --slurm-nodes: {problem}", file=sys.stderr)
+
+
+class _ReleasingTransports(NodeTransports):
+    """The transports of a --slurm-nodes run: close() stops the probes, then ends the allocation."""
+
+    def __init__(self, owner: AllocationOwner, **options: Any) -> None:
+        super().__init__(**options)
+        self.owner = owner
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.owner.release()
+
+
+def _allocated_nodes(args: argparse.Namespace) -> list[Node]:
+    """The --slurm-nodes, allocated for this command (raises SlurmError, a ValueError)."""
+    from runbook.run.slurm import allocate, allocation_nodes
+
+    others = [flag for flag, value in (("--nodes", args.nodes), ("--slurm-job", args.slurm_job),
+                                       ("--inventory", args.inventory), ("--executor", args.executor))
+              if value]
+    if others:
+        raise ValueError(f"--slurm-nodes names the nodes: drop {', '.join(others)}")
+    owner = getattr(args, "_slurm_allocation", None)
+    if owner is None:
+        owner = args._slurm_allocation = AllocationOwner(allocate(args.slurm_nodes, _minutes(args)))
+    return allocation_nodes(owner.allocation, args.python)
+
+
+def _minutes(args: argparse.Namespace) -> int:
+    """The allocation's --time: the command's own bound and a margin (its limit is a backstop)."""
+    seconds = float(getattr(args, "timeout", None) or 300.0)
+    if getattr(args, "watch", None) is not None:
+        seconds += float(getattr(args, "watch_for", None) or 3600.0)
+    return math.ceil(seconds / 60) + 5

@@ -7,14 +7,24 @@ compute nodes is needed. `scontrol show job --json` is read where Slurm has it (
 later), the one-line text form (`scontrol -o show job`) otherwise. A job that is not running
 any more is described from what Slurm keeps (`scontrol` for a while after the end, `sacct`
 where accounting runs) and its log files are triaged instead.
+
+`--slurm-nodes gpu[01-64]` diagnoses idle nodes the same way: allocate() holds them for the run
+in one job (`salloc --no-shell --job-name runbook-health`, a bounded wait), the checks run in it
+like in any job, and Allocation.release() scancels it at the end (cli/targets.py sees to that,
+on Ctrl-C and errors too). A node that is drained, down or busy is named in one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shlex
+import signal
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,3 +182,193 @@ def _int(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+# -- --slurm-nodes: idle nodes diagnosed in an allocation of their own ----------------------------
+
+HEALTH_JOB_NAME = "runbook-health"
+ALLOC_WAIT_S = 30  # salloc --immediate: how long to wait for the nodes to be granted
+RELEASE_WAIT_S = 10.0  # after scancel: until the allocation has left squeue
+BUSY_STATES = ("allocated", "mixed", "completing", "planned")
+_GRANTED = re.compile(r"job allocation (\d+)")
+
+
+@dataclass
+class Allocation:
+    """A `runbook-health` job holding idle nodes for one run (salloc --no-shell): its checks
+    run in it as in any job (`srun --jobid ID --overlap`); release() scancels it, once."""
+
+    id: str
+    nodes: list[str]
+    env: dict[str, str] | None = None
+    released: bool = False
+
+    def release(self, wait_s: float = RELEASE_WAIT_S) -> str | None:
+        """scancel the allocation and wait (bounded) until squeue no longer lists it; the
+        problem in one line, or None."""
+        if self.released:
+            return None
+        self.released = True
+        try:
+            done = subprocess.run(["scancel", self.id], capture_output=True, text=True,
+                                  timeout=SCONTROL_TIMEOUT_S, env=self.env)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"cannot scancel allocation {self.id} ({exc}): run `scancel {self.id}`"
+        if done.returncode != 0 and "already completing" not in done.stderr \
+                and "Invalid job id" not in done.stderr:
+            why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return f"scancel {self.id} failed: {why}: run `scancel {self.id}`"
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:  # bounded: wait_s / 0.2 tries
+            listed = _run_quiet(["squeue", "-h", "-j", self.id, "-o", "%i"], self.env)
+            if listed is not None and self.id not in listed.split():
+                return None
+            time.sleep(0.2)
+        return None  # cancelled; Slurm is still cleaning up (CG), which needs nothing of us
+
+
+def node_states(names: list[str], env: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
+    """Each known node's (state, reason) from `sinfo -N`; a node Slurm does not know is absent."""
+    import hostlist
+
+    done = _run_quiet(["sinfo", "-h", "-N", "-n", hostlist.collect_hostlist(names), "-o", "%N|%T|%E"],
+                      env, raise_missing=True)
+    states: dict[str, tuple[str, str]] = {}
+    for line in (done or "").splitlines():
+        name, _, rest = line.partition("|")
+        state, _, reason = rest.partition("|")
+        states.setdefault(name.strip(), (state.strip().lower(), reason.strip()))
+    return states
+
+
+def unusable(states: dict[str, tuple[str, str]], names: list[str]) -> list[str]:
+    """`node02 drained (test)`, one phrase per kind of trouble, for nodes no allocation can get."""
+    import hostlist
+
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        if name not in states:
+            groups.setdefault("not a Slurm node", []).append(name)
+            continue
+        state, reason = states[name]
+        base = state.rstrip("*~#!%$@^-+")
+        if state.endswith("*"):
+            what = f"{base}, not responding"
+        elif base == "idle" or base in BUSY_STATES:
+            continue
+        else:
+            what = base
+        if reason and reason != "none":
+            what += f" (Reason: {reason})"
+        groups.setdefault(what, []).append(name)
+    return [f"{hostlist.collect_hostlist(found)} {'is' if len(found) == 1 else 'are'} {what}"
+            for what, found in groups.items()]
+
+
+def busy(names: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """`node01 runs job 12 (train)`: the jobs that hold the given nodes."""
+    import hostlist
+
+    listed = _run_quiet(["squeue", "-h", "-t", "R,CG,S", "-w", hostlist.collect_hostlist(names),
+                         "-o", "%i|%j|%N"], env) or ""
+    out = []
+    for line in listed.splitlines():
+        job, _, rest = line.partition("|")
+        name, _, where = rest.partition("|")
+        mine = [n for n in _expand(where.strip()) if n in names]
+        if mine:
+            out.append(f"{hostlist.collect_hostlist(mine)} runs job {job.strip()} ({name.strip()})")
+    return out
+
+
+def allocate(spec: str, minutes: int, wait_s: int = ALLOC_WAIT_S,
+             env: dict[str, str] | None = None) -> Allocation:
+    """Idle nodes held for this run in one `runbook-health` job. Raises SlurmError (one line
+    naming the nodes that cannot be had); on Ctrl-C, cancels what it asked for and re-raises."""
+    import hostlist
+
+    try:
+        names = list(dict.fromkeys(hostlist.expand_hostlist(spec.strip())))
+    except hostlist.BadHostlist as exc:
+        raise SlurmError(f"--slurm-nodes: bad host list {spec!r}: {exc}") from None
+    if not names:
+        raise SlurmError(f"--slurm-nodes {spec!r}: names no node")
+    nodelist = hostlist.collect_hostlist(names)
+    bad = unusable(node_states(names, env), names)
+    if bad:
+        raise SlurmError(f"--slurm-nodes {nodelist}: {'; '.join(bad)}: cannot allocate them")
+    command = salloc_command(names, minutes, wait_s)
+    with tempfile.TemporaryFile("w+") as said:
+        try:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=said, text=True, start_new_session=True, env=env)
+        except FileNotFoundError:
+            raise SlurmError("--slurm-nodes: salloc not found: run this where Slurm's commands "
+                             "are installed (a login node)") from None
+        try:
+            rc = proc.wait(timeout=wait_s + SCONTROL_TIMEOUT_S)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired) as exc:
+            # salloc revokes a pending request on SIGINT; the scancel below covers a granted one
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            _cancel_asked(said, env)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise SlurmError(f"--slurm-nodes {nodelist}: salloc did not answer in "
+                             f"{wait_s + SCONTROL_TIMEOUT_S:g}s (is slurmctld reachable?)") from None
+        said.seek(0)
+        text = said.read()
+    granted = _GRANTED.findall(text)
+    if rc == 0 and granted:
+        return Allocation(granted[-1], names, env)
+    for job in granted:  # asked, not granted: make sure nothing is left queued
+        Allocation(job, names, env).release(wait_s=0)
+    why = "; ".join(unusable(node_states(names, env), names) + busy(names, env))
+    if why:
+        raise SlurmError(f"--slurm-nodes {nodelist}: not allocated within {wait_s}s: {why}")
+    lines = [line.removeprefix("salloc: ").removeprefix("error: ") for line in text.splitlines()]
+    raise SlurmError(f"--slurm-nodes {nodelist}: salloc failed: {(lines or ['no output'])[-1]}")
+
+
+def salloc_command(names: list[str], minutes: int, wait_s: int) -> list[str]:
+    import hostlist
+
+    # --exclusive: the whole node, its GPUs (GRES) included, and no other job on it meanwhile
+    return ["salloc", "--no-shell", "--nodes", str(len(names)), "--nodelist",
+            hostlist.collect_hostlist(names), "--ntasks-per-node", "1", "--exclusive",
+            "--job-name", HEALTH_JOB_NAME, "--time", str(max(1, minutes)), f"--immediate={max(1, wait_s)}"]
+
+
+def allocation_nodes(allocation: Allocation, python: str | None = None) -> list[Node]:
+    """The allocation's nodes, reached through it as through any job (transports/slurm.py)."""
+    return [Node(name, "slurm", {"slurm_job": allocation.id, **({"python": python} if python else {})})
+            for name in allocation.nodes]
+
+
+def _cancel_asked(said: Any, env: dict[str, str] | None) -> None:
+    said.seek(0)
+    for job in _GRANTED.findall(said.read()):
+        Allocation(job, [], env).release()
+
+
+def _run_quiet(argv: list[str], env: dict[str, str] | None, raise_missing: bool = False) -> str | None:
+    """A Slurm client's stdout; None when it failed."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=SCONTROL_TIMEOUT_S, env=env)
+    except FileNotFoundError:
+        if raise_missing:
+            raise SlurmError(f"--slurm-nodes: {argv[0]} not found: run this where Slurm's commands "
+                             "are installed (a login node)") from None
+        return None
+    except (OSError, subprocess.TimeoutExpired):
+        if raise_missing:
+            raise SlurmError(f"--slurm-nodes: {argv[0]} did not answer in {SCONTROL_TIMEOUT_S:g}s "
+                             "(is slurmctld reachable?)") from None
+        return None
+    return done.stdout if done.returncode == 0 else None
