@@ -76,6 +76,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from scenarios._procs import children as _children
+from scenarios._procs import pid_alive as _pid_alive
+from scenarios._procs import tail as _tail
+
 ROOT = Path(__file__).resolve().parents[1]
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")
@@ -139,15 +143,6 @@ class Host:
 
 # ----------------------------------------------------------------------------- helpers
 
-
-def _pid_alive(pid: int) -> bool:
-    """True while /proc/PID exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
 
 
 def _pid_gone(pid: int) -> bool:
@@ -232,14 +227,6 @@ def _tools_without_python(bin_dir: Path) -> None:
                     link.symlink_to(entry.path)
 
 
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids.extend(int(x) for x in fh.read().split())
-    return kids
-
 
 def _listening_inodes() -> dict[tuple[str, int], str]:
     """(address, port) -> socket inode of every IPv4 TCP socket in LISTEN state."""
@@ -287,12 +274,6 @@ def _tcp_open(address: str, port: int) -> bool:
     except OSError:
         return False
 
-
-def _tail(path: Path, n: int = 2000) -> str:
-    try:
-        return path.read_text(errors="replace")[-n:].strip()
-    except OSError:
-        return ""
 
 
 def _resolve_hosts(spec: Collection[int | str], n: int, what: str) -> set[int]:

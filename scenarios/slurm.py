@@ -75,6 +75,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from scenarios._procs import children as _children
+from scenarios._procs import pid_alive as _pid_alive
+from scenarios._procs import tail as _tail
 from scenarios.cluster import free_port
 
 SLURMCTLD = "/usr/sbin/slurmctld"
@@ -124,22 +127,6 @@ class Node:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
-
-
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids.extend(int(x) for x in fh.read().split())
-    return kids
 
 
 def _pid_ns(pid: int) -> str | None:
@@ -156,12 +143,6 @@ def _cmdline(pid: int) -> str:
     except OSError:
         return ""
 
-
-def _tail(path: Path, n: int = 1500) -> str:
-    try:
-        return path.read_text(errors="replace")[-n:].strip()
-    except OSError:
-        return ""
 
 
 def node_name(index: int) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,3 +101,15 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
         yield factory(2)
     finally:
         factory.close()
+
+
+def until(predicate: Callable[[], Any], timeout: float, what: str, step: float = 0.2) -> Any:
+    """Poll `predicate` (<= timeout s, so <= timeout/step tries); its first truthy value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} after {timeout}s")
+        time.sleep(step)

@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BOTH = ["node01", "node02"]
 
 
-def _until(predicate, timeout: float, what: str, step: float = 0.1):
-    """Poll `predicate` (<= timeout s, so <= timeout/step tries); its first truthy value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} after {timeout}s")
-        time.sleep(step)
+_until = slurm_fixture.until
 
 
 def _sleeps(sl, *seconds: str) -> list[int]:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,7 @@ PYTHON = sys.executable
 BOTH = {"node01": "idle", "node02": "idle"}
 
 
-def _until(predicate: Any, timeout: float, what: str, step: float = 0.2) -> Any:
-    """Poll `predicate` (<= timeout s, so <= timeout/step tries); its first truthy value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} after {timeout}s")
-        time.sleep(step)
+_until = slurm_fixture.until
 
 
 def _env(cluster: Any) -> dict[str, str]:
