@@ -160,3 +160,19 @@ def test_str_format_is_not_even_handed_out(source: str) -> None:
     """Jinja would hand back its sandboxed `str.format` as a function: nothing a runbook needs."""
     value = compile_expression(source).evaluate({"result": {"x": "{0.__class__}"}})
     assert isinstance(value, Undefined) and not truthy(value)
+
+
+def test_cluster_filters_read_each_node_once_per_step_not_once_per_node(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every node tests its branches on the same `cluster`: N nodes must cost N reads, not N*N."""
+    from runbook.format import expr as expr_module
+
+    reads = []
+    real = expr_module._value_at
+    monkeypatch.setattr(expr_module, "_value_at", lambda entry, path: reads.append(path) or real(entry, path))
+    cluster = [{"node": f"n{i}", "result": {"age_s": i, "driver": "550" if i else "535"}} for i in range(300)]
+    median = expr_module.compile_expression("(cluster | field('age_s') | median) > 100")
+    odd = expr_module.compile_expression("node.name in (cluster | outliers('driver'))")
+    answers = [(median.evaluate({"cluster": cluster}),
+                odd.evaluate({"cluster": cluster, "node": {"name": e["node"]}})) for e in cluster]
+    assert answers[0] == (True, True) and answers[1] == (True, False)
+    assert reads.count("age_s") == 300 and reads.count("driver") == 300

@@ -57,21 +57,46 @@ class ExprLimitError(ExprError):
 # ---- helpers for cross-node comparison, usable as filters: `cluster | field('x') | median` ----
 
 
+# Every node of a step tests its branches against the same `cluster` list: what a filter
+# computes from it is kept, keyed by that very list (held, so its id is not reused), so N nodes
+# cost N, not N squared. The lists handed out are not changed by anyone: filters build new ones.
+_MEMO: dict[tuple[int, str, str], tuple[Any, Any]] = {}
+_MEMO_MAX = 256
+
+
+def _memo(kind: str, source: Any, key: str, compute: Any) -> Any:
+    if not isinstance(source, list):
+        return compute()
+    slot = (id(source), kind, key)
+    held = _MEMO.get(slot)
+    if held is not None and held[0] is source:
+        return held[1]
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    value = compute()
+    _MEMO[slot] = (source, value)
+    return value
+
+
+def _value_at(entry: Any, path: str) -> Any:
+    value: Any = entry.get("result", entry) if isinstance(entry, dict) else entry
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
 def _field(cluster: Iterable[Any], path: str) -> list[Any]:
     """The value of dotted `path` in each node's result (missing values left out)."""
-    out = []
-    for entry in cluster:
-        value: Any = entry.get("result", entry) if isinstance(entry, dict) else entry
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is not None:
-            out.append(value)
-    return out
+    return _memo("field", cluster, path, lambda: [v for v in (_value_at(e, path) for e in cluster)
+                                                  if v is not None])
 
 
 def _median(values: Iterable[Any]) -> float | None:
-    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return statistics.median(nums) if nums else None
+    def compute() -> float | None:
+        nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        return statistics.median(nums) if nums else None
+
+    return _memo("median", values, "", compute)
 
 
 def _majority(values: Iterable[Any]) -> Any:
@@ -84,12 +109,16 @@ def _majority(values: Iterable[Any]) -> Any:
 
 def _outliers(cluster: Iterable[Any], path: str) -> list[str]:
     """Nodes whose `path` value differs from the majority value."""
-    entries = list(cluster)
-    values = _field(entries, path)
-    if not values:
-        return []
-    common = _majority(values)
-    return [e["node"] for e in entries if _field([e], path) and _field([e], path)[0] != common]
+    def compute() -> list[str]:
+        entries = list(cluster)
+        pairs = [(e.get("node") if isinstance(e, dict) else None, _value_at(e, path)) for e in entries]
+        values = [v for _, v in pairs if v is not None]
+        if not values:
+            return []
+        common = _majority(values)
+        return [node for node, v in pairs if v is not None and v != common]
+
+    return _memo("outliers", cluster, path, compute)
 
 
 # ---- bounds: what one evaluation may build ----
