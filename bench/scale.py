@@ -1,0 +1,105 @@
+"""The engine over N simulated nodes: client time, CPU and memory per node, with no transport.
+
+    .venv/bin/python bench/scale.py [--nodes 1000 10000] [--latency-ms 5] [--jitter-ms 5]
+                                    [--hang-share 0.01] [--unreachable-share 0.01] [--json]
+
+Every node walks `training-hang` on canned answers (a stalled job whose stacks and flight
+records say nothing, so each node goes through every analysed step: the longest path). The
+transport answers after `latency` plus up to `jitter` milliseconds; a share of nodes answers
+every check with a timeout (a hang is a finding) and a share is unreachable. It prints wall
+time, the client's CPU time, peak memory, and both per node, so growth faster than linear shows
+as a per-node cost that climbs with N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "engine"))
+
+from runbook.library.runbooks import load_library  # noqa: E402
+from runbook.run.walk import Walk, WalkOptions  # noqa: E402
+from runbook.transports import Node, ProbeAnswer  # noqa: E402
+
+CANNED: dict[str, dict[str, Any]] = {
+    "find-process": {"found": True, "pid": 1, "cpu_percent": 1.0,
+                     "processes": [{"pid": 1, "rank": 0, "world_size": 1}]},
+    "read-log": {"exists": True, "age_s": 900,
+                 "patterns": {"loader_progress": {"count": 0}, "first_batch": {"count": 0}}},
+    "probe-gpu": {"available": True, "max_util": 100, "driver_version": "550.54.15"},
+    "straggler-gpu": {"available": True, "max_util": 100},
+    "stack-dump": {"available": True, "processes": [{"main_wait": "running"}], "distinct_ops": [],
+                   "mismatched": False},
+    "flight-records": {"found": False, "dumps": [], "errors": []},
+    "nccl-settings": {"available": True, "settings": {"NCCL_SOCKET_IFNAME": "ib0"}},
+}
+
+
+class SimulatedTransport:
+    """Canned answers after a latency; some nodes hang on every check, some cannot be reached."""
+
+    def __init__(self, latency_s: float, jitter_s: float, hanging: set[str], unreachable: set[str]) -> None:
+        self.latency_s, self.jitter_s = latency_s, jitter_s
+        self.hanging, self.unreachable = hanging, unreachable
+
+    def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
+        time.sleep(self.latency_s + random.random() * self.jitter_s)
+        if node.name in self.unreachable:
+            return ProbeAnswer("unreachable", error="connection refused (simulated)")
+        if node.name in self.hanging:
+            return ProbeAnswer("ok", {"timed_out": True, "reason": "simulated hang"})
+        return ProbeAnswer("ok", {"timed_out": False, **CANNED.get(request["step"], {})})
+
+    def close(self) -> None:
+        pass
+
+
+def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
+    names = [f"gpu{i:06d}" for i in range(n)]
+    rng = random.Random(n)
+    hanging = set(rng.sample(names, int(n * args.hang_share)))
+    unreachable = set(rng.sample(sorted(set(names) - hanging), int(n * args.unreachable_share)))
+    transport = SimulatedTransport(args.latency_ms / 1000, args.jitter_ms / 1000, hanging, unreachable)
+    walk = Walk(library, library.get("training-hang"), [Node(x, "local") for x in names], transport,
+                {"log": "/var/log/train.log"}, WalkOptions(forks=args.forks, deadline_s=3600))
+    wall, cpu = time.perf_counter(), time.process_time()
+    outcomes = walk.run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    concluded = sum(o.conclusion is not None for o in outcomes)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"nodes": n, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "wall_ms_per_node": round(1000 * wall / n, 3), "cpu_ms_per_node": round(1000 * cpu / n, 3),
+            "peak_mb": round(peak_mb, 1), "concluded": concluded, "hanging": len(hanging),
+            "unreachable": len(unreachable)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--jitter-ms", type=float, default=0.0)
+    parser.add_argument("--hang-share", type=float, default=0.01)
+    parser.add_argument("--unreachable-share", type=float, default=0.01)
+    parser.add_argument("--forks", type=int, default=256)
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    args = parser.parse_args()
+    library = load_library()
+    rows = [measure(n, args, library) for n in args.nodes]
+    if args.json:
+        print(json.dumps({"runs": rows}, indent=2))
+    else:
+        for row in rows:
+            print(" ".join(f"{k}={v}" for k, v in row.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
