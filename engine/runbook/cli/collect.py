@@ -80,11 +80,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _default_log_from_job(args: argparse.Namespace, params: dict[str, Any]) -> None:
     """With --slurm-job, the job's StdOut is the `log` unless --set gave one (as in `run`)."""
-    from runbook.cli.targets import slurm_job
+    from runbook.cli.targets import job_log
 
-    job = slurm_job(args)
-    if job is not None and "log" not in params and getattr(job, "stdout", None):
-        params["log"] = job.stdout  # type: ignore[attr-defined]
+    log = job_log(args)
+    if log and "log" not in params:
+        params["log"] = log
 
 
 def parse_request(args: argparse.Namespace) -> Request:

@@ -79,12 +79,12 @@ def _interrupt_reason() -> str:
 
 def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:
     """With --slurm-job, the job's StdOut is the `log` unless --set gave one."""
-    from runbook.cli.targets import slurm_job
+    from runbook.cli.targets import job_log
 
-    job = slurm_job(args)
+    log = job_log(args)
     given = {s.split("=", 1)[0] for s in args.sets or []}
-    if job is not None and "log" in runbook.params and "log" not in given and job.stdout:  # type: ignore[attr-defined]
-        params["log"] = job.stdout  # type: ignore[attr-defined]
+    if log and "log" in runbook.params and "log" not in given:
+        params["log"] = log
 
 
 def _plan(args: argparse.Namespace) -> Plan:

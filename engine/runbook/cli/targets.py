@@ -33,6 +33,12 @@ def slurm_job(args: argparse.Namespace) -> object | None:
     return args._slurm
 
 
+def job_log(args: argparse.Namespace) -> str | None:
+    """The `--slurm-job`'s StdOut: the default `log` of run and collect."""
+    job = slurm_job(args)
+    return getattr(job, "stdout", None) if job is not None else None
+
+
 def nodes_from_args(args: argparse.Namespace) -> list[Node]:
     """Raises NodeSpecError or ValueError with a one-line message; JobNotRunning for a
     `--slurm-job` that does not run."""

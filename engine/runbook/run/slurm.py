@@ -50,7 +50,6 @@ class SlurmJob:
     stderr: str | None = None
     exit_code: str = ""
     tasks: int | None = None
-    tasks_per_node: dict[str, int] = field(default_factory=dict)
     name: str = ""
 
     @property
@@ -136,7 +135,7 @@ def _from_json(job_id: str, data: dict[str, Any]) -> SlurmJob:
     nodes = _expand(str(job.get("nodes") or ""))
     return SlurmJob(job_id, str(state or "UNKNOWN"), str(job.get("state_reason") or ""), nodes,
                     _path(job.get("standard_output")), _path(job.get("standard_error")),
-                    str(exit_code or ""), _int(job.get("tasks")), {}, str(job.get("name") or ""))
+                    str(exit_code or ""), _int(job.get("tasks")), str(job.get("name") or ""))
 
 
 def _from_text(job_id: str, text: str) -> SlurmJob:
@@ -147,7 +146,7 @@ def _from_text(job_id: str, text: str) -> SlurmJob:
     return SlurmJob(job_id, fields.get("JobState", "UNKNOWN"), fields.get("Reason", ""),
                     _expand(fields.get("NodeList", "")), _path(fields.get("StdOut")),
                     _path(fields.get("StdErr")), fields.get("ExitCode", ""),
-                    _int(fields.get("NumTasks")), {}, fields.get("JobName", ""))
+                    _int(fields.get("NumTasks")), fields.get("JobName", ""))
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
