@@ -176,3 +176,22 @@ def test_cluster_filters_read_each_node_once_per_step_not_once_per_node(monkeypa
                 odd.evaluate({"cluster": cluster, "node": {"name": e["node"]}})) for e in cluster]
     assert answers[0] == (True, True) and answers[1] == (True, False)
     assert reads.count("age_s") == 300 and reads.count("driver") == 300
+
+
+@pytest.mark.parametrize("source", [
+    "result.gpu.util > 1", "result['gpu']['util'] > 1", "result.ranks[1] == 3", "result.ranks[-1] == 3",
+    "result.ranks[9] == 3", "result.missing.deeper == 1", "result.items == 1", "result['keys'] == 1",
+    "result.name.upper == 1", "steps.a.result.ok", "result.gpu | length > 0",
+])
+def test_reading_a_path_for_evidence_gives_what_jinja_gives(source: str) -> None:
+    """`read` follows plain paths without Jinja; it must agree with Jinja's own evaluation."""
+    variables = {"result": {"gpu": {"util": 7}, "ranks": [1, 2, 3], "keys": "k", "name": "x"},
+                 "steps": {"a": {"result": {"ok": True}}}}
+    expression = compile_expression(source)
+    assert expression.reads
+    for path in expression.reads:
+        fast, slow = expression.read(path, variables), compile_expression(path).evaluate(variables)
+        assert truthy(fast) == truthy(slow)
+        if truthy(slow) and not callable(slow):
+            assert fast == slow
+    assert "result.ranks[1]" in compile_expression("result.ranks[1] == 3").plain_paths

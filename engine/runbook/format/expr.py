@@ -385,6 +385,20 @@ def _guarded(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.Signature(parameters[1:] if takes_passed else parameters)
     size = _SIZES.get(name)
 
+    passed_name = getattr(getattr(original, "jinja_pass_arg", None), "name", None)
+    if size is None and name not in _MATERIALIZE and name != "indent":
+        # Nothing to size or prepare before it runs: skip binding the arguments (the common case,
+        # run for every node at every step), and count only what it built.
+        @pass_context
+        def counted(context: Context, *args: Any, **kwargs: Any) -> Any:
+            passed = _passed(original, context) if passed_name else ()
+            result = original(*passed, *args, **kwargs)
+            if name not in _PICKING and all(result is not a for a in chain(args, kwargs.values())):
+                _charge(_size_of(result), f"filter {name!r}")
+            return result
+
+        return counted
+
     @pass_context  # never run at compile time: Jinja folds constant filter calls, except these
     def guarded(context: Context, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
@@ -433,6 +447,9 @@ def _make_env() -> SandboxedEnvironment:
     return env
 
 
+_NO_BLOCKS: dict[str, Any] = {}
+
+
 @lru_cache(maxsize=1)
 def environment() -> SandboxedEnvironment:
     return _make_env()
@@ -445,12 +462,33 @@ class Expression:
     source: str
     reads: list[str] = field(default_factory=list)
     _compiled: Any = None
+    # For each read that is a plain path (names, attributes, constant keys; no filter): its keys,
+    # so `read` can follow it without a Jinja evaluation.
+    plain_paths: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def read(self, path: str, variables: dict[str, Any]) -> Any:
+        """The value of one of `reads` (ChainableUndefined when missing): evidence of a decision."""
+        keys = self.plain_paths.get(path)
+        if keys is not None:
+            value = _follow(variables, keys)
+            if value is not _UNSURE:
+                return value
+        return compile_expression(path).evaluate(variables)
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
         if self._compiled is None:  # code generation waits for first use: loading stays fast
-            self._compiled = environment().compile_expression(self.source, undefined_to_none=False)
-        with _bounded():
-            return self._compiled(**variables)
+            # Jinja's expression object wraps a template whose code stores the value as `result`.
+            self._compiled = environment().compile_expression(self.source)._template.root_render_func
+        # A bare Context over `variables` itself: Jinja's own call copies its globals into a new
+        # dict on every evaluation, and `_vet` lets an expression name nothing but NAMES anyway.
+        context = Context(environment(), variables, None, _NO_BLOCKS)
+        token = _BUDGET.set([EVAL_BUDGET])
+        try:
+            for _ in self._compiled(context):
+                pass
+        finally:
+            _BUDGET.reset(token)
+        return context.vars["result"]
 
 
 @lru_cache(maxsize=4096)
@@ -465,7 +503,9 @@ def compile_expression(source: str) -> Expression:
     expr_node = body[0].nodes[0]
     _check_depth(expr_node)
     _vet(expr_node, env)
-    return Expression(source, _reads(expr_node))
+    reads = _reads(expr_node)
+    plain = {path: keys for path, keys in _plain_paths(expr_node).items() if path in reads}
+    return Expression(source, reads, plain_paths=plain)
 
 
 def _parse(env: SandboxedEnvironment, source: str, reword: tuple[str, str] = ("", "")) -> nodes.Template:
@@ -550,6 +590,47 @@ def _reads(tree: nodes.Node) -> list[str]:
         if path and path not in found:
             found.append(path)
     return [p for p in found if not any(o != p and o.startswith(p) for o in found)]
+
+
+def _plain_paths(tree: nodes.Node) -> dict[str, tuple[Any, ...]]:
+    """Every plain variable path in `tree` (as `_dotted` writes it) with the keys it follows."""
+    found: dict[str, tuple[Any, ...]] = {}
+    for node in [tree, *tree.find_all((nodes.Getattr, nodes.Getitem))]:
+        keys: list[Any] = []
+        part = node
+        while isinstance(part, (nodes.Getattr, nodes.Getitem)):
+            if isinstance(part, nodes.Getattr):
+                keys.append(part.attr)
+            elif isinstance(part.arg, nodes.Const) and isinstance(part.arg.value, (str, int)):
+                keys.append(part.arg.value)
+            else:
+                break
+            part = part.node
+        else:
+            path = _dotted(node)
+            if isinstance(part, nodes.Name) and path:
+                found[path] = (part.name, *reversed(keys))
+    return found
+
+
+_UNSURE = object()  # `_follow` met a value whose lookup only Jinja can answer exactly
+_MISSING = ChainableUndefined()
+
+
+def _follow(variables: dict[str, Any], keys: tuple[Any, ...]) -> Any:
+    """What Jinja's sandbox gives for a path through dicts (by string keys that are not dict
+    methods) and lists (by index); _UNSURE for anything else, so the caller asks Jinja."""
+    value: Any = variables
+    for key in keys:
+        if isinstance(value, dict) and isinstance(key, str) and not hasattr(dict, key):
+            value = value.get(key, _MISSING)
+        elif isinstance(value, list) and isinstance(key, int) and not isinstance(key, bool):
+            value = value[key] if -len(value) <= key < len(value) else _MISSING
+        elif value is _MISSING:
+            return _MISSING
+        else:
+            return _UNSURE
+    return value
 
 
 # ---- templated check parameters: `with: {path: "{{ params.log }}"}` ----

@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
 from typing import Any, Protocol
 
 from runbook.checks import load_check
@@ -59,6 +60,9 @@ class NodeOutcome:
     # The last job-level analysis this node took part in: the job's result, with `node` its own part.
     job: dict[str, Any] = field(default_factory=dict)
     finding: dict[str, str] = field(default_factory=dict)  # the conclusion's finding, rendered
+    # The expression variables of the step under way, made when its check is sent and read again
+    # when its branches are decided (the same for both: only `result`, `cluster`, `job` differ).
+    step_variables: dict[str, Any] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -126,19 +130,26 @@ class Walk:
             if future is not None:
                 futures[future] = outcome
         answers: dict[int, ProbeAnswer] = {}
-        pending = set(futures)
+        # Each answer is queued as it lands: waiting on the whole set of futures again after
+        # every answer (concurrent.futures.wait) would cost N per answer, N squared per round.
+        landed: SimpleQueue[Future[ProbeAnswer]] = SimpleQueue()
+        for future in futures:
+            future.add_done_callback(landed.put)
         try:
-            while pending:
+            while len(answers) < len(futures):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                done, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
-                for future in done:
-                    answers[id(futures[future])] = future.result()
+                try:
+                    future = landed.get(timeout=left)
+                except Empty:
+                    break
+                answers[id(futures[future])] = future.result()
         except KeyboardInterrupt:  # what came back before Ctrl-C is evidence all the same
             self._decide_answered(futures.values(), answers)
             raise
-        self._expire([futures[f] for f in pending], "the run's deadline passed during a check")
+        self._expire([o for o in futures.values() if id(o) not in answers],
+                     "the run's deadline passed during a check")
         self._decide_answered(futures.values(), answers)
 
     def _decide_answered(self, asked: Iterable[NodeOutcome], answers: dict[int, ProbeAnswer]) -> None:
@@ -152,9 +163,9 @@ class Walk:
     def _submit(self, pool: ThreadPoolExecutor, outcome: NodeOutcome,
                 deadline: float) -> Future[ProbeAnswer] | None:
         runbook, step, compiled = self._locate(outcome)
+        outcome.step_variables = self._variables(outcome, runbook)
         try:
-            rendered = expr.render_value(compiled.with_.get(step.id, {}),
-                                         self._variables(outcome, runbook))
+            rendered = expr.render_value(compiled.with_.get(step.id, {}), outcome.step_variables)
         except Exception as exc:  # a template that fails on this node's values
             return self._fail(outcome, ERROR, f"step {step.id}: parameters: {exc}")
         timeout = step.check.timeout or float(load_check(step.check.type).DEFAULT_TIMEOUT)
@@ -201,8 +212,9 @@ class Walk:
         result = answer.result or {}
         evidence = Evidence(self._qualified(runbook, step.id), step.check.type, result,
                             round(answer.duration_s, 3))
-        variables = {**self._variables(outcome, runbook), "result": result, "cluster": cluster,
-                     "job": outcome.job}
+        variables = {**(outcome.step_variables or self._variables(outcome, runbook)), "result": result,
+                     "cluster": cluster, "job": outcome.job}
+        outcome.step_variables = None
         target = self._choose(step, compiled, variables, evidence)
         outcome.evidence.append(evidence)
         outcome.path.append(evidence.step)
@@ -255,31 +267,31 @@ class Walk:
         if conclusion is not None:
             outcome.status, outcome.conclusion, outcome.conclusion_runbook = (
                 CONCLUDED, conclusion, runbook)
-            outcome.fix_commands = self._render_fixes(outcome, runbook, conclusion)
-            outcome.fix_verifies = self._render_verifies(outcome, runbook, conclusion)
-            outcome.finding = self._render_finding(outcome, runbook, conclusion)
+            variables = self._variables(outcome, runbook)
+            outcome.fix_commands = self._render_fixes(runbook, conclusion, variables)
+            outcome.fix_verifies = self._render_verifies(runbook, conclusion, variables)
+            outcome.finding = self._render_finding(runbook, conclusion, variables)
             self._done(outcome)
         elif len(outcome.path) >= self.options.max_steps:
             self._fail(outcome, ERROR, f"walked {len(outcome.path)} steps without a conclusion "
                        "(a loop in the tree?)")
 
-    def _render_finding(self, outcome: NodeOutcome, runbook: Runbook,
-                        conclusion: Conclusion) -> dict[str, str]:
+    def _render_finding(self, runbook: Runbook, conclusion: Conclusion,
+                        variables: dict[str, Any]) -> dict[str, str]:
         """The conclusion's `finding` rendered from this node's evidence, per language; empty
         when it has none or the evidence lacks what it names."""
         template = self.library.by_id[runbook.id].compiled.findings.get(conclusion.id)
         if not template:
             return {}
         try:
-            rendered = expr.render_value(template, self._variables(outcome, runbook))
+            rendered = expr.render_value(template, variables)
         except Exception:  # a finding is a courtesy: its absence must not fail the node
             return {}
         return {lang: str(text) for lang, text in rendered.items() if text not in (None, "")}
 
-    def _render_fixes(self, outcome: NodeOutcome, runbook: Runbook,
-                      conclusion: Conclusion) -> list[str | None]:
+    def _render_fixes(self, runbook: Runbook, conclusion: Conclusion,
+                      variables: dict[str, Any]) -> list[str | None]:
         compiled = self.library.by_id[runbook.id].compiled
-        variables = self._variables(outcome, runbook)
         commands: list[str | None] = []
         for i, _fix in enumerate(conclusion.fixes):
             template = compiled.fix_runs.get((conclusion.id, i))
@@ -289,10 +301,9 @@ class Walk:
                 commands.append(f"# cannot render this command on this node: {exc}")
         return commands
 
-    def _render_verifies(self, outcome: NodeOutcome, runbook: Runbook,
-                         conclusion: Conclusion) -> list[dict[str, Any] | None]:
+    def _render_verifies(self, runbook: Runbook, conclusion: Conclusion,
+                         variables: dict[str, Any]) -> list[dict[str, Any] | None]:
         compiled = self.library.by_id[runbook.id].compiled
-        variables = self._variables(outcome, runbook)
         requests: list[dict[str, Any] | None] = []
         for i, fix in enumerate(conclusion.fixes):
             template = compiled.fix_verify_with.get((conclusion.id, i))
@@ -353,7 +364,7 @@ def _read_values(expression: expr.Expression, variables: dict[str, Any]) -> dict
     values: dict[str, Any] = {}
     for path in expression.reads:
         try:
-            value = expr.compile_expression(path).evaluate(variables)
+            value = expression.read(path, variables)
         except Exception:
             continue
         if expr.truthy(value) or value in (0, False, "", 0.0):
