@@ -95,3 +95,26 @@ def test_junit_has_a_case_per_node_a_failure_per_problem_an_error_per_undiagnose
     assert cases["n1"].find("failure") is None and cases["n1"].find("error") is None
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["param.log"] == "/x" and props["digest"].startswith("sha256:")
+
+
+def test_a_report_of_many_nodes_is_grouped_with_counts_and_samples(tmp_path: Path) -> None:
+    """Past 64 nodes the summary lists each conclusion once with its count and some nodes, and
+    every format stays short; the JSON keeps every node and adds summary.conclusions."""
+    (tmp_path / "t.yaml").write_text(TREE)
+    library = load_library([tmp_path])
+    runbook = library.get("t")
+    results = {f"gpu{i:05d}": {"age": {"age_s": 900 if i % 100 == 7 else 5}} for i in range(3000)}
+    results["oddname,x"] = {"age": {"_answer": "unreachable", "_error": "connection refused"}}
+    outcomes = Walk(library, runbook, [Node(n) for n in results], ReplayTransport(results), {}).run()
+    report = build_report(runbook, outcomes, "2026-11-22T03:00:00Z", 1.5, "en", {})
+    assert len(report["nodes"]) == 3001
+    groups = report["summary"]["conclusions"]
+    assert [(g["id"], g["severity"], g["count"]) for g in groups] == [
+        ("stalled", "warning", 30), ("unreachable", "unreachable", 1), ("fine", "ok", 2970)]
+    assert groups[0]["sample"] == [f"gpu{i:05d}" for i in range(7, 800, 100)]
+    text = get_reporter("text", lang="en").render(report)
+    assert len(text.splitlines()) < 60, text
+    assert "fine                              ok        2970" in text
+    assert "(+2962 more)" in text  # 2,970 names folded would not fit one line: 8 shown
+    markdown = get_reporter("md", lang="zh").render(report)
+    assert len(markdown.splitlines()) < 80 and "| 结论 | 严重程度 | 数量 | 例如 |" in markdown

@@ -72,6 +72,27 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
     return entry
 
 
+SAMPLE = 8
+_ORDER = {"critical": 0, "warning": 1, "info": 3, "ok": 4}
+
+
+def grouped_by_ending(nodes: list[dict[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """(conclusion id, severity, node names) per conclusion, and (status, status, names) for the
+    nodes that reached none: problems first, then the biggest groups."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for n in nodes:
+        c = n.get("conclusion")
+        groups[(c["id"], c["severity"]) if c else (n["status"], n["status"])].append(n["node"])
+    ordered = sorted(groups.items(), key=lambda g: (_ORDER.get(g[0][1], 2), -len(g[1]), g[0][0]))
+    return [(what, severity, names) for (what, severity), names in ordered]
+
+
+def conclusion_groups(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """summary.conclusions: each way the nodes ended with its count and a sample of nodes."""
+    return [{"id": what, "severity": severity, "count": len(names), "sample": names[:SAMPLE]}
+            for what, severity, names in grouped_by_ending(nodes)]
+
+
 def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
                  duration_s: float, lang: str, params: dict[str, Any],
                  fix_results: FixResults | None = None, incomplete: str | None = None,
@@ -98,7 +119,7 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
         "params": params,
         "nodes": nodes,
         "summary": {"exit_code": exit_code(nodes, jobs), "by_conclusion": dict(by_conclusion),
-                    "job": jobs,
+                    "conclusions": conclusion_groups(nodes), "job": jobs,
                     "by_status": dict(by_status), "incomplete": incomplete is not None,
                     **({"reason": incomplete} if incomplete else {})},
     }

@@ -10,7 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from runbook.report.silent import SilentReporter
-from runbook.report.text import UI, _groups, _value, compress, exit_line, incomplete_line, job_lines
+from runbook.report.text import (
+    SAMPLE,
+    SUMMARY_PER_NODE_MAX,
+    UI,
+    _groups,
+    _value,
+    exit_line,
+    incomplete_line,
+    job_lines,
+    sample_names,
+    summary_groups,
+)
 
 SEVERITY = {"ok": "✅", "info": "ℹ️", "warning": "⚠️", "critical": "🛑"}
 SEVERITY_WORD = {"en": "severity", "zh": "严重程度"}
@@ -36,7 +47,7 @@ class MarkdownReporter(SilentReporter):
 
     def _group(self, nodes: list[dict[str, Any]]) -> list[str]:
         first, c = nodes[0], nodes[0].get("conclusion")
-        names = compress([n["node"] for n in nodes])
+        names = sample_names([n["node"] for n in nodes], self.ui)
         if c:
             head = (f"## {SEVERITY[c['severity']]} {_inline(c['title'])}: `{names}`")
             meta = f"`{c['id']}` · {c['severity']} · {', '.join(c['taxonomy']) or '-'}"
@@ -44,6 +55,8 @@ class MarkdownReporter(SilentReporter):
             head = f"## 🛑 {self.ui['status'].get(first['status'], first['status'])}: `{names}`"
             meta = f"{self.ui['reason']}: {_inline(first.get('reason') or '-')}"
         findings = sorted({n["finding"] for n in nodes if n.get("finding")})
+        if len(findings) > SAMPLE:
+            findings = [*findings[:SAMPLE], self.ui["more"].format(n=len(findings) - SAMPLE)]
         out = [head, "", *(f"**{_inline(f)}**\n" for f in findings), meta, "", f"**{self.ui['path']}**", ""]
         for i, ev in enumerate(first["evidence"], 1):
             timed = " ⏱" if ev["result"].get("timed_out") else ""
@@ -62,7 +75,10 @@ class MarkdownReporter(SilentReporter):
                     out.extend(["", *("   " + line if line else "" for line in
                                      fix["body"].strip().splitlines())])
                 commands = sorted({n["conclusion"]["fixes"][i - 1].get("run") or "" for n in nodes})
-                for command in filter(None, commands):
+                commands = [c for c in commands if c]
+                if len(commands) > SAMPLE:
+                    out.extend(["", "   " + self.ui["more_nodes"].format(n=len(commands) - SAMPLE)])
+                for command in commands[:SAMPLE]:
                     out.extend(["", "   ```sh", *("   " + line for line in command.strip().splitlines()),
                                 "   ```"])
                 out.append("")
@@ -71,6 +87,13 @@ class MarkdownReporter(SilentReporter):
         return out
 
     def _summary(self, report: dict[str, Any]) -> list[str]:
+        if len(report["nodes"]) > SUMMARY_PER_NODE_MAX:
+            head = f"| {self.ui['conclusion']} | {SEVERITY_WORD[self.lang]} | {self.ui['count']} | " \
+                   f"{self.ui['sample']} |"
+            out = [f"## {self.ui['summary']}", "", head, "|---|---|---|---|"]
+            out.extend(f"| {what} | {sev} | {len(names)} | `{sample_names(names, self.ui)}` |"
+                       for what, sev, names in summary_groups(report, self.ui))
+            return [*out, "", exit_line(self.ui, report)]
         head = f"| {self.ui['node']} | {self.ui['conclusion']} | {SEVERITY_WORD[self.lang]} |"
         out = [f"## {self.ui['summary']}", "", head, "|---|---|---|"]
         for n in report["nodes"]:

@@ -20,6 +20,8 @@ UI = {
                    "error": "error"},
         "incomplete": "INCOMPLETE: {reason}; the nodes still being checked are marked timed out",
         "so_far": "so far", "interrupted": "interrupted",
+        "more": "+{n} more", "count": "count", "sample": "e.g.",
+        "more_nodes": "... and {n} more nodes (every node is in --format json)",
     },
     "zh": {
         "node": "节点", "nodes": "个节点", "path": "诊断路径", "conclusion": "结论",
@@ -30,8 +32,15 @@ UI = {
                    "error": "出错"},
         "incomplete": "报告不完整：{reason}；仍在检查中的节点标记为超时",
         "so_far": "目前", "interrupted": "已中断",
+        "more": "另 {n} 个", "count": "数量", "sample": "例如",
+        "more_nodes": "……另有 {n} 个节点（每个节点都在 --format json 中）",
     },
 }
+# Past this many nodes the summary lists conclusions with counts and samples, not every node;
+# lists of names, findings and per-node commands stop after SAMPLE entries.
+SUMMARY_PER_NODE_MAX = 64
+SAMPLE = 8
+NAMES_WIDTH = 160  # a group's heading shows at most this many characters of node names
 MARK = {"ok": "✔", "info": "ℹ", "warning": "▲", "critical": "✖"}
 COLOR = {"ok": "32", "info": "36", "warning": "33", "critical": "31"}
 
@@ -78,14 +87,16 @@ class TextReporter:
 
     def _group(self, nodes: list[dict[str, Any]]) -> list[str]:
         first = nodes[0]
-        names = compress([n["node"] for n in nodes])
+        names = sample_names([n["node"] for n in nodes], self.ui)
         c = first.get("conclusion")
         severity = c["severity"] if c else "critical"
         head = (f"{MARK[severity]} {c['title']}  [{c['severity']} · {', '.join(c['taxonomy']) or '-'}]"
                 if c else f"✖ {self.ui['status'].get(first['status'], first['status'])}")
         out = [self._paint(f"{names}: {head}", severity)]
         findings = sorted({n["finding"] for n in nodes if n.get("finding")})
-        out.extend(f"  ▸ {finding}" for finding in findings)
+        out.extend(f"  ▸ {finding}" for finding in findings[:SAMPLE])
+        if len(findings) > SAMPLE:
+            out.append("  ▸ " + self.ui["more"].format(n=len(findings) - SAMPLE))
         out.append(f"  {self.ui['path']}:")
         for i, ev in enumerate(first["evidence"], 1):
             timed = " ⏱ timed out" if ev["result"].get("timed_out") else ""
@@ -117,9 +128,11 @@ class TextReporter:
         if len(commands) == 1:
             out.extend(f"       $ {line}" for line in (fixes[0][1].get("run") or "").strip().splitlines())
         else:
-            for name, fix in fixes:
+            for name, fix in fixes[:SAMPLE]:
                 out.append(f"       {name}:")
                 out.extend(f"         $ {line}" for line in (fix.get("run") or "").strip().splitlines())
+            if len(fixes) > SAMPLE:
+                out.append("       " + self.ui["more_nodes"].format(n=len(fixes) - SAMPLE))
         by_status: dict[str, list[str]] = {}
         for name, fix in fixes:
             result = fix.get("result") or {}
@@ -129,7 +142,7 @@ class TextReporter:
                                    else "") + (f": {result['reason']}" if result.get("reason") else "")
                 by_status.setdefault(detail, []).append(name)
         for detail, names in by_status.items():
-            out.append(f"       → {detail}: {compress(names)}")
+            out.append(f"       → {detail}: {sample_names(names, self.ui)}")
         return out
 
     def _decision(self, ev: dict[str, Any]) -> str:
@@ -139,6 +152,9 @@ class TextReporter:
         return shown + (f"  ·  {values}" if values else "")
 
     def _summary(self, report: dict[str, Any]) -> list[str]:
+        if len(report["nodes"]) > SUMMARY_PER_NODE_MAX:
+            return [f"{self.ui['summary']}:", *self._summary_by_conclusion(report),
+                    exit_line(self.ui, report)]
         out = [f"{self.ui['summary']}:"]
         rows: list[tuple[str, str, str]] = []
         for n in report["nodes"]:
@@ -150,6 +166,32 @@ class TextReporter:
             out.append(f"  {pad(name, width)}{pad(what, 34)}{sev}")
         out.append(exit_line(self.ui, report))
         return out
+
+    def _summary_by_conclusion(self, report: dict[str, Any]) -> list[str]:
+        """One row per conclusion (or way of failing): how many nodes, and some of them."""
+        out = [f"  {pad(self.ui['conclusion'], 34)}{pad('', 10)}{pad(self.ui['count'], 9)}"
+               f"{self.ui['sample']}"]
+        for what, severity, names in summary_groups(report, self.ui):
+            out.append(f"  {pad(what, 34)}{pad(severity, 10)}{pad(str(len(names)), 9)}"
+                       f"{sample_names(names, self.ui)}")
+        return out
+
+
+def summary_groups(report: dict[str, Any], ui: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(conclusion or status in the report's language, severity, node names), problems first."""
+    from runbook.report.build import grouped_by_ending
+
+    return [(what if what != severity else ui["status"].get(what, what), severity, names)
+            for what, severity, names in grouped_by_ending(report["nodes"])]
+
+
+def sample_names(names: list[str], ui: dict[str, Any]) -> str:
+    """The names folded (`gpu[01-16]`); past NAMES_WIDTH characters, the first SAMPLE of them
+    folded and how many more, so one group of 100,000 nodes is one short line."""
+    folded = compress(names)
+    if len(folded) <= NAMES_WIDTH:
+        return folded
+    return f"{compress(names[:SAMPLE])} ({ui['more'].format(n=len(names) - SAMPLE)})"
 
 
 def job_lines(report: dict[str, Any], lang: str) -> list[str]:

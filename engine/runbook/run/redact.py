@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "***redacted***"
@@ -98,6 +99,7 @@ def is_secret_env_name(name: str) -> bool:
     return any(word in upper for word in SECRET_WORDS)
 
 
+@lru_cache(maxsize=4096)  # a report of many nodes asks about the same few keys again and again
 def is_secret_text_name(name: str) -> bool:
     """The free-text rule: a secret word not followed by a letter; an upper-case name (an
     environment variable's) follows the environment rule."""
@@ -117,6 +119,9 @@ def compile_patterns(patterns: Iterable[str]) -> list[re.Pattern[str]]:
     return compiled
 
 
+TEXT_MEMO_MAX = 65_536  # strings whose redacted form a Redactor keeps
+
+
 class Redactor:
     """Applies the built-in rules, the caller's extra patterns and the exact values it was told
     are secret (`values`: a `--set hf_token=...` is hidden wherever it shows, whatever its shape)."""
@@ -126,6 +131,18 @@ class Redactor:
         # Short values would hide ordinary text; a value inside the marker would make it grow.
         self.values = sorted({str(v) for v in values if len(str(v)) >= MIN_SECRET_VALUE
                               and str(v) not in REDACTED}, key=len, reverse=True)
+        # text() of strings seen before: a report of many nodes repeats most of its strings
+        # (titles, explanations, step names, evidence alike across nodes).
+        self._texts: dict[str, str] = {}
+
+    def text(self, text: str) -> str:
+        """Text with every secret shape hidden (logs, configs, command output)."""
+        done = self._texts.get(text)
+        if done is None:
+            if len(self._texts) >= TEXT_MEMO_MAX:
+                self._texts.clear()
+            done = self._texts[text] = self._hide(text)
+        return done
 
     @classmethod
     def for_params(cls, params: dict[str, Any], extra: Iterable[str] = ()) -> Redactor:
@@ -138,8 +155,7 @@ class Redactor:
             return REDACTED
         return self.text(value)
 
-    def text(self, text: str) -> str:
-        """Text with every secret shape hidden (logs, configs, command output)."""
+    def _hide(self, text: str) -> str:
         # Tokens before assignments: a base64 token's trailing `=` reads like a `name=` field.
         text = self.credentials(text)
         text = _ASSIGNMENT.sub(_assignment, text)
