@@ -147,3 +147,18 @@ def test_list_and_show(runbook_cli) -> None:
     shown = runbook_cli("show", "training-hang", "--lang", "zh")
     assert shown.returncode == 0 and "训练卡住" in shown.stdout
     assert "when result.timed_out → gpu-driver-hang" in shown.stdout
+
+
+def test_top_level_help_imports_no_subcommand_module() -> None:
+    """`runbook --help` lists the subcommands without importing their argument modules; a
+    subcommand's own --help still shows its arguments."""
+    code = ("import sys, contextlib, io, runbook.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+            "    c.main(['--help'])\n"
+            "assert 'triage' in out.getvalue() and 'collect' in out.getvalue(), out.getvalue()\n"
+            "print(sorted(m for m in sys.modules if m.startswith('runbook.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
+    run_help = subprocess.run([sys.executable, "-m", "runbook", "run", "--help"], capture_output=True,
+                              text=True, timeout=60)
+    assert "--executor" in run_help.stdout

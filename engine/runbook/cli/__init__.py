@@ -37,7 +37,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = "") -> argparse.ArgumentParser:
+    """The whole parser; with `only`, the arguments of that subcommand alone (None: of none),
+    which is all one command line needs: `runbook --help` then imports no subcommand module."""
     parser = argparse.ArgumentParser(
         prog="runbook",
         description="Diagnose hung, crashed or slow distributed training with declarative "
@@ -48,8 +50,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-        _arguments(module_name)(sub_parser)
+        if only == "" or only == name:
+            _arguments(module_name)(sub_parser)
     return parser
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The subcommand a command line names: the first word that is not an option."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def _arguments(module_name: str):  # type: ignore[no-untyped-def]
@@ -119,7 +130,7 @@ def _leave_promptly(before: set[threading.Thread], as_program: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(only=_command_in(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
