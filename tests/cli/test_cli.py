@@ -11,6 +11,8 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
+from runbook.cli import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "tests" / "data" / "broken"
 
@@ -156,9 +158,16 @@ def test_top_level_help_imports_no_subcommand_module() -> None:
             "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
             "    c.main(['--help'])\n"
             "assert 'triage' in out.getvalue() and 'collect' in out.getvalue(), out.getvalue()\n"
-            "print(sorted(m for m in sys.modules if m.startswith('runbook.cli.')))")
+            "print(sorted(m for m in sys.modules if m.startswith('runbook.cli.') or m == 'argparse'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+    for argv, code in (([], 2), (["--help"], 0), (["-h"], 0)):
+        shown = subprocess.run([sys.executable, "-m", "runbook", *argv], capture_output=True, text=True,
+                               timeout=60)
+        assert shown.returncode == code and all(name in shown.stdout for name in COMMANDS), shown
+    version = subprocess.run([sys.executable, "-m", "runbook", "--version"], capture_output=True, text=True,
+                             timeout=60)
+    assert version.stdout.startswith("runbook ") and version.returncode == 0
     run_help = subprocess.run([sys.executable, "-m", "runbook", "run", "--help"], capture_output=True,
                               text=True, timeout=60)
     assert "--executor" in run_help.stdout

@@ -1,22 +1,20 @@
 """`runbook` command line: builds the parser and dispatches; each subcommand is one module.
 
-Only argparse is imported here, so `runbook --help` starts fast; a subcommand
-imports what it needs when it runs.
+`runbook`, `runbook --help` and `runbook --version` are answered before argparse is even
+imported (on Python 3.11 it costs as much as starting the interpreter), and a subcommand's
+parser gets only that subcommand's arguments; the subcommand imports what it needs when it runs.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import importlib
-import os
-import signal
 import sys
-import threading
-import time
-from collections.abc import Iterator
 
 from runbook import __version__
+
+TYPE_CHECKING = False  # typing itself costs a tenth of `runbook --help`
+if TYPE_CHECKING:
+    import argparse
 
 # subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -37,15 +35,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+DESCRIPTION = ("Diagnose hung, crashed or slow distributed training with declarative runbooks "
+               "(English / 中文).")
+EPILOG = "Example: runbook run training-hang --set log=train.log"
+
+
 def build_parser(only: str | None = "") -> argparse.ArgumentParser:
     """The whole parser; with `only`, the arguments of that subcommand alone (None: of none),
-    which is all one command line needs: `runbook --help` then imports no subcommand module."""
-    parser = argparse.ArgumentParser(
-        prog="runbook",
-        description="Diagnose hung, crashed or slow distributed training with declarative "
-                    "runbooks (English / 中文).",
-        epilog="Example: runbook run training-hang --set log=train.log",
-    )
+    which is all one command line needs."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="runbook", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"runbook {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
@@ -53,6 +53,26 @@ def build_parser(only: str | None = "") -> argparse.ArgumentParser:
         if only == "" or only == name:
             _arguments(module_name)(sub_parser)
     return parser
+
+
+def top_level_help() -> str:
+    """What `runbook --help` prints: the commands and the two options, in argparse's layout."""
+    width = max(len(name) for name in COMMANDS) + 2
+    commands = "\n".join(f"    {name.ljust(width)}{help_text}" for name, (_, help_text) in COMMANDS.items())
+    return (f"usage: runbook [-h] [--version] COMMAND ...\n\n{DESCRIPTION}\n\npositional arguments:\n"
+            f"  COMMAND\n{commands}\n\noptions:\n  -h, --help  show this help message and exit\n"
+            f"  --version   show program's version number and exit\n\n{EPILOG}\n")
+
+
+def _answered_without_argparse(argv: list[str]) -> int | None:
+    """The exit status of a command line that needs no parser (help, version), else None."""
+    if argv in ([], ["-h"], ["--help"]):
+        print(top_level_help(), end="")
+        return 0 if argv else 2
+    if argv == ["--version"]:
+        print(f"runbook {__version__}")
+        return 0
+    return None
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -69,78 +89,35 @@ def _arguments(module_name: str):  # type: ignore[no-untyped-def]
 
 
 INTERRUPTED_EXIT = 130
-EXIT_GRACE_S = 3.0  # after an interrupt, how long threads still busy may hold the exit
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_received: list[int] = []  # the signal that interrupted this command, once one did
 
 
 def interrupt_reason() -> str:
     """What stopped the command, for the partial report: Ctrl-C or SIGTERM."""
-    if _received and _received[-1] == signal.SIGTERM:
-        return "interrupted (SIGTERM)"
-    return "interrupted (Ctrl-C)"
+    from runbook.cli.interrupts import interrupt_reason as reason
 
-
-def _first_signal(signum: int, _frame: object) -> None:
-    """SIGINT or SIGTERM: stop the command the Ctrl-C way (it writes what it found, 130);
-    from now on a second one exits at once."""
-    _received.append(signum)
-    for stop in _STOP_SIGNALS:
-        signal.signal(stop, _second_signal)
-    raise KeyboardInterrupt
-
-
-def _second_signal(_signum: int, _frame: object) -> None:
-    os.write(2, b"runbook: interrupted again; exiting now\n")
-    os._exit(INTERRUPTED_EXIT)
-
-
-@contextlib.contextmanager
-def _stop_signals() -> Iterator[None]:
-    """Our SIGINT/SIGTERM handlers while a command runs (the main thread only: signal.signal
-    refuses others), the caller's back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {stop: signal.getsignal(stop) for stop in _STOP_SIGNALS}
-    _received.clear()
-    for stop in _STOP_SIGNALS:
-        signal.signal(stop, _first_signal)
-    try:
-        yield
-    finally:
-        for stop, handler in previous.items():
-            signal.signal(stop, handler)
-
-
-def _leave_promptly(before: set[threading.Thread], as_program: bool) -> None:
-    """After an interrupt the report is written: nothing more is worth waiting for. A thread
-    of the command still blocked in a connect or a check must not hold the exit (Python joins
-    such threads first), and run as the program, Python winding down must not meet a second
-    Ctrl-C with the default handler (killed by SIGINT instead of exit 130): it ends here."""
-    deadline = time.monotonic() + EXIT_GRACE_S
-    mine = [t for t in threading.enumerate() if t not in before and not t.daemon]
-    for thread in mine:
-        thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    if as_program or any(t.is_alive() for t in mine):
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # a closed pipe must not stop the exit
-                stream.flush()
-        os._exit(INTERRUPTED_EXIT)
+    return reason()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(only=_command_in(sys.argv[1:] if argv is None else argv))
+    words = sys.argv[1:] if argv is None else argv
+    answered = _answered_without_argparse(words)
+    if answered is not None:
+        return answered
+    parser = build_parser(only=_command_in(words))
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return 2
+    import threading
+
+    from runbook.cli.interrupts import leave_promptly, stop_signals
+
     module = importlib.import_module(COMMANDS[args.command][0])
     before = set(threading.enumerate())
-    with _stop_signals():
+    with stop_signals():
         code = _run(module, args, argv)
         if code == INTERRUPTED_EXIT:
-            _leave_promptly(before, as_program=argv is None)
+            leave_promptly(before, as_program=argv is None)
     return code
 
 

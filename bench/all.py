@@ -1,0 +1,105 @@
+"""`make bench`: the quick runs of every benchmark, then one table of figures, ratios and goals.
+
+    .venv/bin/python bench/all.py [--only startup scale ...] [--json]
+
+Each benchmark runs as its own process with `--json` (its progress goes to stderr, shown as it
+comes); a benchmark that fails or times out is a row saying so, and the others still run.
+The full runs (100,000 simulated nodes, 256 SSH hosts, 8 Ray nodes, a site of 500 + 500 pages)
+are the benchmarks' own defaults: see bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+Row = tuple[str, str, str, bool | None]  # figure, value, goal, met (None: no goal)
+
+
+@dataclass
+class Bench:
+    name: str
+    argv: list[str]
+    rows: Callable[[dict[str, Any]], list[Row]]
+    timeout_s: float
+
+
+def _ratio(value: float, goal: float, unit: str = "x") -> tuple[str, str, bool]:
+    return f"{value:.2f}{unit}", f"<= {goal:g}{unit}", value <= goal
+
+
+def startup_rows(doc: dict[str, Any]) -> list[Row]:
+    ms = doc["median_ms"]
+    return [("runbook --help / bare Python", *_ratio(doc["help_ratio"], 2.5)),
+            ("runbook run to its first check", f"{ms['runbook run: first check']:.0f} ms", "small", None)]
+
+
+def scale_rows(doc: dict[str, Any]) -> list[Row]:
+    run = doc["runs"][-1]
+    per_node = run["cpu_ms_per_node"]
+    return [(f"engine, {run['nodes']:,} simulated nodes: client CPU per node", f"{per_node:.3f} ms",
+             "<= 0.1 ms", per_node <= 0.1),
+            (f"  100,000 nodes projected (x{100_000 // run['nodes']})", f"{per_node * 100:.0f} s CPU",
+             "< 10 s", per_node * 100 < 10),
+            ("  report (JSON and grouped text)", f"{run['report_cpu_s']:.2f} s CPU",
+             f"{run['text_lines']} text lines", None)]
+
+
+BENCHES = [
+    Bench("startup", [PYTHON, "bench/startup.py", "--runs", "10", "--json"], startup_rows, 300),
+    Bench("scale", [PYTHON, "bench/scale.py", "--nodes", "10000", "--json"], scale_rows, 600),
+]
+
+
+def run_bench(bench: Bench) -> tuple[list[Row], float]:
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(bench.argv, cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                              timeout=bench.timeout_s, env={**os.environ, "RUNBOOK_LANG": "en"})
+    except subprocess.TimeoutExpired:
+        return [("FAILED", f"over {bench.timeout_s:.0f} s", "", False)], time.perf_counter() - started
+    took = time.perf_counter() - started
+    try:
+        doc = json.loads(done.stdout)
+        return bench.rows(doc), took
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        why = f"exit {done.returncode}, no usable JSON ({type(exc).__name__}: {exc})"
+        return [("FAILED", why, "", False)], took
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=[b.name for b in BENCHES], help="run only these")
+    parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+    args = parser.parse_args()
+    results: dict[str, dict[str, Any]] = {}
+    for bench in BENCHES:
+        if args.only and bench.name not in args.only:
+            continue
+        print(f"bench/all.py: {bench.name} ...", file=sys.stderr, flush=True)
+        rows, took = run_bench(bench)
+        results[bench.name] = {"seconds": round(took, 1), "rows": rows}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"\n{'benchmark':<10}{'figure':<58}{'value':>16}  {'goal':<16}met")
+    for name, result in results.items():
+        for figure, value, goal, met in result["rows"]:
+            mark = "" if met is None else ("yes" if met else "NO")
+            print(f"{name:<10}{figure:<58}{value:>16}  {goal:<16}{mark}")
+    print(f"\n{os.cpu_count()} cores; " + ", ".join(f"{n} {r['seconds']:.0f} s" for n, r in results.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
