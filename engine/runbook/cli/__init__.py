@@ -88,9 +88,6 @@ def _arguments(module_name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(module_name + "_args").add_arguments
 
 
-INTERRUPTED_EXIT = 130
-
-
 def interrupt_reason() -> str:
     """What stopped the command, for the partial report: Ctrl-C or SIGTERM."""
     from runbook.cli.interrupts import interrupt_reason as reason
@@ -110,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import threading
 
-    from runbook.cli.interrupts import leave_promptly, stop_signals
+    from runbook.cli.interrupts import INTERRUPTED_EXIT, leave_promptly, stop_signals
 
     module = importlib.import_module(COMMANDS[args.command][0])
     before = set(threading.enumerate())
@@ -122,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(module: object, args: argparse.Namespace, argv: list[str] | None) -> int:
+    from runbook.cli.interrupts import INTERRUPTED_EXIT
+
     try:
         return int(module.run(args))  # type: ignore[attr-defined]
     except KeyboardInterrupt:

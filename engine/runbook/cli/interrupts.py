@@ -11,8 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from runbook.cli import INTERRUPTED_EXIT
-
+INTERRUPTED_EXIT = 130
 EXIT_GRACE_S = 3.0  # after an interrupt, how long threads still busy may hold the exit
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _received: list[int] = []  # the signal that interrupted this command, once one did
