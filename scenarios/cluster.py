@@ -4,8 +4,9 @@ Standard library only (no pytest needed to import it). Needs root, `unshare`/`ns
 (util-linux), OpenSSH (`/usr/sbin/sshd`, `ssh`, `ssh-keygen`) and `mount`/`hostname`.
 
 Host i (0-based) is called ``node{i+1:02d}`` and is an ``sshd -D -e -f CFG`` listening on
-``127.0.0.{i+2}:PORT``, started by ``unshare --pid --fork --mount-proc --mount --uts`` in its
-own session. So each host has
+``127.0.0.{i+2}:PORT`` (past 127.0.0.254 the addresses go on at 127.0.1.1, 127.0.2.1...: all
+of 127/8 is loopback, so a cluster may have hundreds of hosts), started by
+``unshare --pid --fork --mount-proc --mount --uts`` in its own session. So each host has
 
 * its own PID namespace: over SSH, ``ps -e`` on node03 shows node03's sshd (pid 1) and the
   sessions and jobs started on node03, nothing else, and killing the host (its namespace's
@@ -22,19 +23,18 @@ The network namespace is shared: every host sees the same sockets, files and GPU
 reaches the others (and this machine) on 127.0.0.x.
 
 The client side lives in ``BASE/home``: ``.ssh/id_ed25519`` (authorised on every host),
-``.ssh/config`` (a ``Host nodeNN`` block per host and a ``Host 127.0.0.*`` block) and
+``.ssh/config`` (a ``Host nodeNN`` block per host and a ``Host 127.0.*`` block) and
 ``.ssh/known_hosts`` (each host's real key, or a different key for hosts in
 ``wrong_host_key``, so that clients refuse them). OpenSSH's ``ssh`` needs
-``-F BASE/home/.ssh/config`` (it takes ~ from the passwd entry, not from $HOME); Fabric and
-Paramiko, which expand ~ with $HOME, find all of it when run with ``HOME=BASE/home``
-(``Cluster.env()``).
+``-F BASE/home/.ssh/config`` (it takes ~ from the passwd entry, not from $HOME); runbook's
+SSH transport, which includes $HOME/.ssh/config in the config it gives ssh, finds all of it
+when run with ``HOME=BASE/home`` (``Cluster.env()``).
 
 From a shell (demos, benchmarks)::
 
     python3 -m scenarios.cluster up 8 --dir /tmp/c8 [--port auto] [--python-missing node07] \\
         [--wrong-host-key node08]   # prints one line of JSON, stays up until Ctrl-C / SIGTERM
     ssh -F /tmp/c8/home/.ssh/config node03 'hostname; ps -e'
-    HOME=/tmp/c8/home python3 -c 'import fabric; print(fabric.Connection("node03").run("ps -e"))'
     python3 -m scenarios.cluster down --dir /tmp/c8      # if the `up` process was SIGKILLed
 
 From Python::
@@ -172,6 +172,17 @@ def free_port(addresses: Iterable[str] = ("127.0.0.1",), *, attempts: int = 200)
 
 def host_name(index: int) -> str:
     return f"node{index + 1:02d}"
+
+
+MAX_HOSTS = 254 * 64  # 127.0.0.x .. 127.0.63.x, far more than one machine can run
+
+
+def host_address(position: int) -> str:
+    """The loopback address of position 1, 2, ...: 127.0.0.1..254, then 127.0.1.1..254, ...
+
+    (No .0 or .255 last octet, which some tools read as a network or broadcast address.)"""
+    third, last = divmod(position - 1, 254)
+    return f"127.0.{third}.{last + 1}"
 
 
 def find_python_dir() -> str:
@@ -345,7 +356,8 @@ class Cluster:
         """Start `n` hosts under directory `base` (created; files in it are replaced).
 
         python_missing / wrong_host_key: 0-based host indices or host names ("node07").
-        first_octet_offset: host i listens on 127.0.0.{i + offset}.
+        first_octet_offset: host i listens on 127.0.0.{i + offset} (`host_address(i + offset)`:
+        127.0.1.1 after 127.0.0.254, and so on).
         port: the port every host listens on; None picks a free one with `free_port()` and,
         should another process take it first, retries with another (`attempts` times).
         verify: after every sshd accepts TCP connections, "one" runs `ssh HOST true` against
@@ -356,15 +368,16 @@ class Cluster:
             raise ValueError(f"verify must be one, all or none, not {verify!r}")
         if n < 1:
             raise ValueError("n must be >= 1")
-        if first_octet_offset < 1 or n + first_octet_offset - 1 > 254:
-            raise ValueError(f"127.0.0.{first_octet_offset}..{n + first_octet_offset - 1} is not valid")
+        if first_octet_offset < 1 or n + first_octet_offset - 1 > MAX_HOSTS:
+            raise ValueError(f"addresses {first_octet_offset}..{n + first_octet_offset - 1} are not valid "
+                             f"(1..{MAX_HOSTS})")
         if missing := requirements_missing():
             raise ClusterError("cannot start a fake cluster: " + "; ".join(missing))
         base = Path(base).resolve()
         missing_py = _resolve_hosts(python_missing, n, "python_missing")
         wrong_key = _resolve_hosts(wrong_host_key, n, "wrong_host_key")
         pydir = python_dir or find_python_dir()
-        addresses = [f"127.0.0.{i + first_octet_offset}" for i in range(n)]
+        addresses = [host_address(i + first_octet_offset) for i in range(n)]
         t0 = time.monotonic()
         last: Exception | None = None
         for _ in range(max(1, attempts) if port is None else 1):
@@ -474,7 +487,7 @@ class Cluster:
                 "    GlobalKnownHostsFile /dev/null\n"
                 "    StrictHostKeyChecking yes\n")
         blocks.append(
-            "Host 127.0.0.*\n"
+            "Host 127.0.*\n"
             f"    Port {self.port}\n"
             "    User root\n"
             f"    IdentityFile {self.identity}\n"
@@ -505,7 +518,8 @@ class Cluster:
         A host is up when ITS sshd (not another cluster's) holds the listening socket of its
         address and port, and a TCP connection to it succeeds.
         """
-        deadline = time.monotonic() + TCP_WAIT_S
+        limit = TCP_WAIT_S + 0.05 * len(self.hosts)  # hundreds of sshds start on a few cores
+        deadline = time.monotonic() + limit
         pending = list(self.hosts)
         while pending:
             still = []
@@ -528,7 +542,7 @@ class Cluster:
             if pending:
                 if time.monotonic() > deadline:
                     names = ", ".join(h.name for h in pending)
-                    raise ClusterError(f"sshd not accepting connections after {TCP_WAIT_S}s: {names}: "
+                    raise ClusterError(f"sshd not accepting connections after {limit:g}s: {names}: "
                                        f"{_tail(pending[0].log)}")
                 time.sleep(POLL_S)
 
@@ -577,7 +591,8 @@ class Cluster:
             raise KeyError(f"no host {name!r} in this cluster ({', '.join(self.names())})") from None
 
     def env(self) -> dict[str, str]:
-        """os.environ with HOME=BASE/home, so Fabric and Paramiko read its ~/.ssh.
+        """os.environ with HOME=BASE/home, so runbook's SSH transport, Fabric and Paramiko read
+        its ~/.ssh.
 
         (OpenSSH's ssh ignores $HOME for ~/.ssh: give it -F ssh_config, as `ssh()` does.)
         """

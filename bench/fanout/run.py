@@ -1,11 +1,14 @@
 """How long five read-only checks take on N nodes at once: runbook against Ansible and parallel-ssh.
 
-Run from the repository root:  .venv/bin/python bench/fanout/run.py [--hosts 64] [--repeat 3] [--keep]
+Run from the repository root:
+    .venv/bin/python bench/fanout/run.py [--hosts 64] [--repeat 3] [--only runbook] [--json] [--keep]
 
 It starts a fake cluster of N OpenSSH hosts on this machine (scenarios/cluster.py: one sshd per
-host, each in its own PID/mount/UTS namespaces, on 127.0.0.2...), writes a small log, then times
-the same five reads (system, processes, the end of the log, the NCCL environment, the log
-directory) three ways against all N hosts, interleaved, `--repeat` times each:
+host, each in its own PID/mount/UTS namespaces, on 127.0.0.2..., then 127.0.1.1... past 253
+hosts), writes a small log, runs runbook once on every host untimed (it copies the probe to
+each), then times the same five reads (system, processes, the end of the log, the NCCL
+environment, the log directory) three ways against all N hosts, interleaved, `--repeat` times
+each:
 
 * `runbook run fanout-5` (bench/fanout/runbooks/fanout-5.yaml), on N hosts and on one;
 * `ansible-playbook` with five `shell` tasks, `-f N`, from a venv of its own
@@ -13,8 +16,10 @@ directory) three ways against all N hosts, interleaved, `--repeat` times each:
 * `parallel-ssh -p N`, five invocations in a row (skipped when `parallel-ssh` is not installed).
 
 Besides wall-clock time it reports CPU seconds: the tool's own (with the workers and ssh
-clients it waited for) and the whole machine's, which on one machine includes the fake hosts'
-sshd and the commands run on them.
+clients it waited for), that per host in ms (the client's cost of one more node), and the whole
+machine's, which on one machine includes the fake hosts' sshd and the commands run on them.
+`--only runbook` (or ansible, pssh; repeatable) times only those; `--json` prints the results
+as one JSON document on stdout (the progress goes to stderr).
 
 Every run is verified (runbook: exit 0 and every node concluded; Ansible: the recap shows
 failed=0 unreachable=0 on every host; parallel-ssh: exit 0 and N successes per call). It prints
@@ -43,6 +48,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -64,7 +70,10 @@ RUN_TIMEOUT_S = 300.0  # one run of one method (all of its subprocesses together
 INSTALL_TIMEOUT_S = 600.0
 PSSH_HOST_TIMEOUT_S = 120  # parallel-ssh's own per-host limit (its default is 60)
 TARGET_SCALING = 1.5  # runbook(N) / runbook(1)
-TARGET_VS_ANSIBLE = 0.5  # runbook(N) / ansible(N)
+TARGET_VS_ANSIBLE = 0.33  # runbook(N) / ansible(N)
+TARGET_CPU_PER_HOST_MS = 10.0  # runbook(N)'s tool CPU / N
+MAX_HOSTS = 1000
+METHODS = ("runbook", "ansible", "pssh")
 LOG_LINES = 200
 
 
@@ -106,10 +115,16 @@ class Sample:
 class Method:
     name: str
     hosts: int
-    run: Callable[[], Sample] | None  # raises RunFailed
+    run: Callable[[], Sample] | None  # raises RunFailed; None: not timed (--only, or no set-up)
     skipped: str | None = None
     samples: list[Sample] = field(default_factory=list)
     error: str | None = None
+    key: str = ""  # runbook, ansible or pssh (--only)
+
+    def cpu_per_host_ms(self) -> float | None:
+        """The tool's CPU (its ssh clients included) per host, in ms."""
+        tool = self.median("tool_cpu")
+        return None if tool is None else tool / self.hosts * 1000
 
     def median(self, what: str = "wall") -> float | None:
         if not self.samples or self.error:
@@ -184,16 +199,13 @@ def runbook_method(runbook: Path, cluster: Cluster, hosts: int, log: Path) -> Ca
             report = json.loads(out)
         except ValueError:
             raise RunFailed(f"runbook exited {code} and printed no JSON report: {tail(out)}") from None
-        if code != 0:
-            summary = json.dumps(report.get("summary", {}).get("by_status"))
-            raise RunFailed(f"runbook exited {code}; nodes by status: {tail(summary, 300)}")
         got = {n.get("node"): n for n in report.get("nodes", [])}
-        bad = [f"{name}: {(got.get(name) or {}).get('status', 'missing')}" for name in names
-               if (got.get(name) or {}).get("status") != "concluded"
-               or ((got.get(name) or {}).get("conclusion") or {}).get("id") != CONCLUSION]
-        if bad or len(got) != len(names):
-            raise RunFailed(f"{len(bad)} of {len(names)} nodes did not conclude {CONCLUSION}: "
-                            + ", ".join(bad[:5]))
+        bad = [f"{name}: {node.get('status', 'missing')} ({node.get('reason') or ''})"
+               for name in names for node in [got.get(name) or {}]
+               if node.get("status") != "concluded" or (node.get("conclusion") or {}).get("id") != CONCLUSION]
+        if code != 0 or bad or len(got) != len(names):
+            raise RunFailed(f"runbook exited {code}; {len(bad)} of {len(names)} nodes did not conclude "
+                            f"{CONCLUSION}: " + "; ".join(bad[:5]))
         return sample
 
     return run
@@ -356,53 +368,132 @@ def ratio_line(label: str, num: Method, den: Method, target: float | None) -> tu
     a, b = num.median(), den.median()
     if a is None or b is None:
         m = num if a is None else den
-        why = "skipped" if m.skipped else "failed"
-        return f"{label:<28}    n/a   ({m.name}, {m.hosts} hosts: {why})", None
+        why = "skipped" if m.skipped else ("not run (--only)" if m.run is None and not m.error
+                                           else "failed")
+        return f"{label:<34}    n/a   ({m.name}, {m.hosts} hosts: {why})", None
     value = a / b
     if target is None:
-        return f"{label:<28} {value:6.2f}   (no target)", None
+        return f"{label:<34} {value:6.2f}   (no target)", None
     met = value <= target
-    return f"{label:<28} {value:6.2f}   target <= {target:g}: {'met' if met else 'MISSED'}", met
+    return f"{label:<34} {value:6.2f}   target <= {target:g}: {'met' if met else 'MISSED'}", met
 
 
-def report(methods: list[Method], n: int) -> None:
+def cpu_line(m: Method) -> tuple[str, bool | None]:
+    per_host = m.cpu_per_host_ms()
+    label = f"runbook({m.hosts}) client CPU per host"
+    if per_host is None:
+        return f"{label:<34}    n/a", None
+    met = per_host <= TARGET_CPU_PER_HOST_MS
+    return (f"{label:<34} {per_host:6.1f}   ms, target <= {TARGET_CPU_PER_HOST_MS:g}: "
+            f"{'met' if met else 'MISSED'}"), met
+
+
+def comparisons(methods: list[Method], n: int) -> list[tuple[str, Method, Method, float | None]]:
     rb1, rbn, ans, pss = methods
-    print()
-    print(f"{'method':<34}{'hosts':>6}{'median s':>10}{'tool CPU s':>12}{'all CPU s':>11}   runs (s)")
+    return [(f"runbook({n}) / runbook(1)", rbn, rb1, TARGET_SCALING),
+            (f"runbook({n}) / ansible({n})", rbn, ans, TARGET_VS_ANSIBLE),
+            (f"runbook({n}) / pssh({n})", rbn, pss, None)]
+
+
+def report(methods: list[Method], n: int, out: TextIO = sys.stdout) -> None:
+    print(file=out)
+    print(f"{'method':<34}{'hosts':>6}{'median s':>10}{'tool CPU s':>12}{'ms/host':>9}{'all CPU s':>11}"
+          "   runs (s)", file=out)
     for m in methods:
-        if m.skipped:
-            print(f"{m.name:<34}{m.hosts:>6}{'-':>10}{'-':>12}{'-':>11}   skipped: {m.skipped}")
+        if m.skipped or (m.run is None and not m.error):
+            why = f"skipped: {m.skipped}" if m.skipped else "not run (--only)"
+            print(f"{m.name:<34}{m.hosts:>6}{'-':>10}{'-':>12}{'-':>9}{'-':>11}   {why}", file=out)
             continue
         runs = " ".join(f"{s.wall:.2f}" for s in m.samples)
-        wall, tool, every = m.median("wall"), m.median("tool_cpu"), m.median("all_cpu")
-        if wall is None or tool is None or every is None:
-            print(f"{m.name:<34}{m.hosts:>6}{'FAILED':>10}{'-':>12}{'-':>11}   {runs}".rstrip())
+        wall, tool, every, per_host = (m.median("wall"), m.median("tool_cpu"), m.median("all_cpu"),
+                                       m.cpu_per_host_ms())
+        if wall is None or tool is None or every is None or per_host is None:
+            print(f"{m.name:<34}{m.hosts:>6}{'FAILED':>10}{'-':>12}{'-':>9}{'-':>11}   {runs}".rstrip(),
+                  file=out)
             continue
-        print(f"{m.name:<34}{m.hosts:>6}{wall:>10.2f}{tool:>12.2f}{every:>11.2f}   {runs}")
-    print()
-    for label, num, den, target in (
-            (f"runbook({n}) / runbook(1)", rbn, rb1, TARGET_SCALING),
-            (f"runbook({n}) / ansible({n})", rbn, ans, TARGET_VS_ANSIBLE),
-            (f"runbook({n}) / pssh({n})", rbn, pss, None)):
-        print(ratio_line(label, num, den, target)[0])
-    failed = [m for m in methods if m.error]
-    for m in failed:
-        print(f"\nFAILED {m.name} ({m.hosts} hosts): {m.error}")
+        print(f"{m.name:<34}{m.hosts:>6}{wall:>10.2f}{tool:>12.2f}{per_host:>9.1f}{every:>11.2f}   {runs}",
+              file=out)
+    print(file=out)
+    for label, num, den, target in comparisons(methods, n):
+        print(ratio_line(label, num, den, target)[0], file=out)
+    print(cpu_line(methods[1])[0], file=out)
+    for m in methods:
+        if m.error:
+            print(f"\nFAILED {m.name} ({m.hosts} hosts): {m.error}", file=out)
+
+
+def report_json(methods: list[Method], n: int, header: dict[str, Any]) -> dict[str, Any]:
+    """The results as plain data: per method its medians and runs, then the ratios and targets."""
+    def method(m: Method) -> dict[str, Any]:
+        return {"name": m.name, "tool": m.key, "hosts": m.hosts, "skipped": m.skipped, "error": m.error,
+                "ran": bool(m.samples), "median_wall_s": m.median("wall"),
+                "median_tool_cpu_s": m.median("tool_cpu"), "median_all_cpu_s": m.median("all_cpu"),
+                "tool_cpu_ms_per_host": m.cpu_per_host_ms(),
+                "runs": [{"wall_s": s.wall, "tool_cpu_s": s.tool_cpu, "all_cpu_s": s.all_cpu}
+                         for s in m.samples]}
+
+    ratios = []
+    for label, num, den, target in comparisons(methods, n):
+        a, b = num.median(), den.median()
+        value = a / b if a is not None and b is not None else None
+        ratios.append({"ratio": label, "value": value, "target": target,
+                       "met": None if value is None or target is None else value <= target})
+    per_host = methods[1].cpu_per_host_ms()
+    return {**header, "hosts": n, "methods": [method(m) for m in methods], "ratios": ratios,
+            "client_cpu_per_host": {"value_ms": per_host, "target_ms": TARGET_CPU_PER_HOST_MS,
+                                    "met": None if per_host is None else per_host <= TARGET_CPU_PER_HOST_MS}}
 
 
 # ----------------------------------------------------------------------------- main
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench/fanout/run.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--hosts", type=int, default=64, help="fake hosts to start (default 64, max 253)")
+def warm_up(m: Method, progress: TextIO) -> None:
+    """One untimed runbook run on every host first: it copies the probe bundle to each node and
+    fills the runbook load cache (under the cluster's HOME), as any earlier run would have; the
+    timed runs then measure a run as users see it every time but the first."""
+    if m.run is None:
+        return
+    try:
+        sample = m.run()
+    except RunFailed as exc:
+        m.error = f"warm-up run: {exc}"
+        print(f"  warm-up: {m.name:<34} {m.hosts:>3} hosts  FAILED", file=progress, flush=True)
+        return
+    print(f"  warm-up: {m.name:<34} {m.hosts:>3} hosts  {sample.wall:7.2f} s  (untimed: copies the "
+          "probe bundle to every node)", file=progress, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="bench/fanout/run.py", description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--hosts", type=int, default=64,
+                    help=f"fake hosts to start (default 64, max {MAX_HOSTS})")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each method; the median is "
                     "reported (default 3)")
+    ap.add_argument("--only", action="append", choices=METHODS, metavar="TOOL",
+                    help="time only this tool: runbook, ansible or pssh (repeatable; default all)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout "
+                    "(progress on stderr)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (cluster "
                     "files, inventory, playbook, log) and print where it is")
     args = ap.parse_args(argv)
-    if not 1 <= args.hosts <= 253 or args.repeat < 1:
-        ap.error("--hosts must be 1..253 and --repeat >= 1")
+    if not 1 <= args.hosts <= MAX_HOSTS or args.repeat < 1:
+        ap.error(f"--hosts must be 1..{MAX_HOSTS} and --repeat >= 1")
+    args.only = set(args.only or METHODS)
+    return args
+
+
+def raise_fd_limit() -> None:
+    """Hundreds of hosts: Ansible and parallel-ssh hold a few descriptors per host at once."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY
+                                                        else max(soft, 65536), hard))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    progress = sys.stderr if args.json else sys.stdout
     if missing := requirements_missing():
         print("cannot start the fake cluster: " + "; ".join(missing), file=sys.stderr)
         return 1
@@ -410,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     if not runbook.exists():
         print(f"{runbook} is missing: run this with the project's venv python", file=sys.stderr)
         return 1
+    raise_fd_limit()
     n = args.hosts
     python_dir = find_python_dir()
     python = f"{python_dir}/python3"
@@ -421,31 +513,43 @@ def main(argv: list[str] | None = None) -> int:
     cluster: Cluster | None = None
     methods: list[Method] = []
     try:
-        try:
-            ansible_version, ansible_error = ensure_ansible(python, work / "ansible"), None
-        except RunFailed as exc:
-            ansible_version, ansible_error = "ansible-core not installed", str(exc)
+        ansible_version, ansible_error = "ansible not timed (--only)", None
+        if "ansible" in args.only:
+            try:
+                ansible_version = ensure_ansible(python, work / "ansible")
+            except RunFailed as exc:
+                ansible_version, ansible_error = "ansible-core not installed", str(exc)
+        pssh_version = tool_version([pssh, "--version"]) if pssh else "absent"
+        header = {"cpus": os.cpu_count(), "python": platform.python_version(), "ansible": ansible_version,
+                  "parallel_ssh": pssh_version, "repeat": args.repeat}
         print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}; {ansible_version}; "
-              f"parallel-ssh {tool_version([pssh, '--version']) if pssh else 'absent'}", flush=True)
+              f"parallel-ssh {pssh_version}", file=progress, flush=True)
         t0 = time.monotonic()
         try:
             cluster = Cluster.start(n, work / "cluster", port=None, python_dir=python_dir)
         except ClusterError as exc:
             print(f"cannot start the fake cluster: {exc}", file=sys.stderr)
             return 1
+        header["cluster_up_s"] = round(time.monotonic() - t0, 2)
         print(f"# {n} fake hosts up in {time.monotonic() - t0:.1f} s; {args.repeat} run(s) of each "
-              f"method, interleaved; five read-only operations per host", flush=True)
+              f"method, interleaved; five read-only operations per host", file=progress, flush=True)
         log = write_log(work)
+        wanted = args.only
         methods = [
-            Method(f"runbook run {RUNBOOK_ID}", 1, runbook_method(runbook, cluster, 1, log)),
-            Method(f"runbook run {RUNBOOK_ID}", n, runbook_method(runbook, cluster, n, log)),
+            Method(f"runbook run {RUNBOOK_ID}", 1,
+                   runbook_method(runbook, cluster, 1, log) if "runbook" in wanted else None, key="runbook"),
+            Method(f"runbook run {RUNBOOK_ID}", n,
+                   runbook_method(runbook, cluster, n, log) if "runbook" in wanted else None, key="runbook"),
             Method("ansible-playbook (5 shell tasks)", n,
-                   None if ansible_error else ansible_method(work, cluster, python, log, n)),
+                   None if ansible_error or "ansible" not in wanted
+                   else ansible_method(work, cluster, python, log, n), key="ansible"),
             Method("parallel-ssh (5 calls)", n,
-                   pssh_method(pssh, work, cluster, log, n) if pssh else None, skipped=pssh_skip),
+                   pssh_method(pssh, work, cluster, log, n) if pssh and "pssh" in wanted else None,
+                   skipped=pssh_skip if "pssh" in wanted else None, key="pssh"),
         ]
         if ansible_error:
             methods[2].error = f"cannot set up Ansible: {ansible_error}"
+        warm_up(methods[1], progress)
         for i in range(args.repeat):
             for m in methods:
                 if m.run is None or m.error or m.skipped:
@@ -454,11 +558,16 @@ def main(argv: list[str] | None = None) -> int:
                     sample = m.run()
                 except RunFailed as exc:
                     m.error = str(exc)
-                    print(f"  run {i + 1}: {m.name:<34} {m.hosts:>3} hosts  FAILED", flush=True)
+                    print(f"  run {i + 1}: {m.name:<34} {m.hosts:>3} hosts  FAILED", file=progress,
+                          flush=True)
                     continue
                 m.samples.append(sample)
-                print(f"  run {i + 1}: {m.name:<34} {m.hosts:>3} hosts  {sample.wall:7.2f} s", flush=True)
-        report(methods, n)
+                print(f"  run {i + 1}: {m.name:<34} {m.hosts:>3} hosts  {sample.wall:7.2f} s  "
+                      f"{sample.tool_cpu / m.hosts * 1000:7.1f} ms CPU/host", file=progress, flush=True)
+        if args.json:
+            print(json.dumps(report_json(methods, n, header), indent=2))
+        else:
+            report(methods, n)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
@@ -466,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         if cluster is not None:
             cluster.stop()
         if args.keep:
-            print(f"\n# kept {work}")
+            print(f"\n# kept {work}", file=progress)
         else:
             shutil.rmtree(work, ignore_errors=True)
     return 1 if any(m.error for m in methods) else 0

@@ -161,20 +161,6 @@ def test_cluster8(cluster8: Cluster) -> None:
     assert res.stdout.strip() == "node05", res.stderr
 
 
-def test_fabric_reads_home_ssh_config(cluster8: Cluster) -> None:
-    """Fabric/Paramiko find the cluster's config, key and known_hosts with HOME=cluster.home."""
-    pytest.importorskip("fabric")
-    code = ("from fabric import Connection\n"
-            "for name in ('node05', 'node07'):\n"
-            "    with Connection(name) as c:\n"
-            "        print(c.run('hostname', hide=True).stdout.strip(), c.port, c.user)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
-                         env=cluster8.env(), stdin=subprocess.DEVNULL)
-    assert res.returncode == 0, res.stderr
-    port = cluster8.port
-    assert res.stdout.splitlines() == [f"node05 {port} root", f"node07 {port} root"]
-
-
 def test_start_scenario_on_a_host(cluster: Cluster, tmp_path: Path) -> None:
     workdir = tmp_path / "job"
     info = cluster.start_scenario("node02", "healthy", str(workdir), speed=4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from runbook.transports import Node
+from runbook.transports.bundle import bundle_name
 from runbook.transports.ssh import SshTransport
 from tests import cluster_fixture
 
@@ -26,7 +28,7 @@ SYSTEM = {"check": "system", "with": {}}
 
 @pytest.fixture
 def ssh_home(make_cluster, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
-    """make(n, **kwargs) -> a cluster whose ~/.ssh fabric reads (HOME points at its client side)."""
+    """make(n, **kwargs) -> a cluster whose ~/.ssh the transport reads (HOME points at its client side)."""
 
     def make(n: int, **kwargs: Any) -> Any:
         cl = make_cluster(n, **kwargs)
@@ -152,12 +154,57 @@ def test_close_cancels_a_connect_under_way(ssh_home, delay_proxy) -> None:
         transport.run_check(Node("stuck01", "ssh"), SYSTEM, 10)))
     thread.start()
     _wait_for(lambda: stuck.accepted > 0, 20)
-    time.sleep(0.3)  # paramiko is now waiting for the banner
+    time.sleep(0.3)  # ssh is now waiting for the banner
     began = time.monotonic()
     transport.close()
     thread.join(timeout=15)
     assert not thread.is_alive() and time.monotonic() - began < 5
     assert answers[0].error == "interrupted: the run is stopping"
+
+
+def test_the_bundle_is_sent_once_per_node_and_version(ssh_home) -> None:
+    cl = ssh_home(1)
+    first = SshTransport(connect_timeout=10)
+    try:
+        assert first.run_check(Node("node01", "ssh"), SYSTEM, 10).status == "ok"
+    finally:
+        first.close()
+    bundle = cl.hosts[0].home / ".cache" / "runbook" / bundle_name()
+    before = bundle.stat()
+    second = SshTransport(connect_timeout=10)  # a later run: the node already has this version
+    try:
+        answers = [second.run_check(Node("node01", "ssh"), SYSTEM, 10) for _ in range(3)]
+    finally:
+        second.close()
+    assert [a.status for a in answers] == ["ok"] * 3
+    after = bundle.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert [p.name for p in bundle.parent.iterdir()] == [bundle.name]  # no temporary left
+
+
+def test_a_probe_that_stops_answering_is_stopped_and_the_next_check_starts_afresh(
+        ssh_home, tmp_path: Path) -> None:
+    cl = ssh_home(1)
+    transport = SshTransport(connect_timeout=10)
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(
+        transport.run_check(Node("node01", "ssh"), hang(tmp_path / "m"), 3)))
+    try:
+        thread.start()
+        _wait_for(lambda: (tmp_path / "m").exists(), 30)
+        probes = [pid for pid, _, args in cl.process_table("node01") if "runbook-probe" in args]
+        for pid in probes:  # a probe too stuck to answer, even with its own timeout
+            os.kill(pid, signal.SIGSTOP)
+        thread.join(timeout=20)
+        for pid in probes:
+            os.kill(pid, signal.SIGCONT)
+        assert answers and answers[0].status == "ok" and answers[0].result["timed_out"] is True
+        assert "the probe was killed on the node" in answers[0].result["reason"]
+        _wait_for(lambda: not _leftovers(cl, "node01"), 5, lambda: _leftovers(cl, "node01"))
+        again = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
+        assert again.status == "ok" and again.result
+    finally:
+        transport.close()
 
 
 def _leftovers(cl: Any, host: str) -> list[str]:

@@ -115,7 +115,7 @@ def test_close_cuts_a_connect_short(peer) -> None:
     deadline = time.monotonic() + 10
     while not silent.kept and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.2)  # paramiko now waits for the banner
+    time.sleep(0.2)  # ssh now waits for the banner
     began = time.monotonic()
     transport.close()
     thread.join(timeout=10)

@@ -83,29 +83,54 @@ def _stop_on_signal(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
-def serve() -> int:
+def serve(stop_at_eof: bool = False) -> int:
     """`--serve`: one JSON request per line on stdin, one JSON answer per line on stdout.
 
     A transport keeps one probe per node for a whole run this way, paying for one
-    Python start instead of one per check. It ends at end of input.
+    Python start instead of one per check. It ends at end of input. With `--stop-at-eof`
+    (the SSH transport) the end of input also stops a check under way, with the commands it
+    started: the transport closes its end (or its connection drops) when it no longer wants
+    the answer, so a Ctrl-C needs no second connection to kill what runs on the node.
     """
+    if stop_at_eof:
+        return _serve_until_eof()
     for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            answer = handle(json.loads(line))
-        except ValueError as exc:
-            answer = {"probe": PROBE_PROTOCOL, "error": f"bad request: {exc}"}
-        sys.stdout.write(json.dumps(answer, default=str) + "\n")
-        sys.stdout.flush()
+        _answer(line)
     return 0
+
+
+def _answer(line: str) -> None:
+    if not line.strip():
+        return
+    try:
+        answer = handle(json.loads(line))
+    except ValueError as exc:
+        answer = {"probe": PROBE_PROTOCOL, "error": f"bad request: {exc}"}
+    sys.stdout.write(json.dumps(answer, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _serve_until_eof() -> int:
+    """Requests are read by a thread of their own, so the end of input is seen mid-check."""
+    import queue
+
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in sys.stdin:
+            lines.put(line)
+        _stop_on_signal(0, None)  # kills the running check's commands and exits (status 128)
+
+    threading.Thread(target=read, name="stdin", daemon=True).start()
+    while True:  # ends in read(), at the end of input
+        _answer(lines.get())
 
 
 def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, _stop_on_signal)
     if "--serve" in sys.argv[1:]:
-        return serve()
+        return serve(stop_at_eof="--stop-at-eof" in sys.argv[1:])
     try:
         request = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:

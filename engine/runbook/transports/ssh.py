@@ -1,34 +1,46 @@
-"""The SSH transport: the probe bundle runs in each node's own Python, over one connection per node.
+"""The SSH transport: the probe bundle runs in each node's own Python, over one `ssh` per node.
 
-Connections come from fabric, so `~/.ssh/config` (aliases, HostName, User, Port,
-IdentityFile, ProxyJump) applies. Host keys are checked against known_hosts;
-an unknown or changed key is refused unless `accept_new_host_keys` is set. The
-bundle is shipped once per node, keyed by content hash. Each node runs one
-serving probe for the whole run (a request per line in, an answer per line out),
-so a node pays for one Python start, not one per check. The probe prints its PID
-first, so a check that outlives its timeout (or a Ctrl-C) kills the remote
-process group instead of leaving it behind; the next check starts a fresh probe.
+Each node gets one OpenSSH client process for the whole run (`ssh -T`, BatchMode), so
+`~/.ssh/config` (aliases, HostName, User, Port, IdentityFile, ProxyJump) and known_hosts apply
+as for any ssh; $HOME's ~/.ssh is the one read (see _openssh.py). An unknown or changed host
+key is refused unless `accept_new_host_keys` is set (then only a changed one is). The client
+is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's CPU per node
+(its ssh included) went from about 37 to about 16 ms, some 10 of them the ssh process
+(bench/fanout, 64 nodes). Handshakes under way at once are capped (CONNECT_SLOTS), so that
+hundreds of nodes on a small client do not each take longer than --connect-timeout.
+
+Over that one connection a short shell prints its PID, checks for Python, sends for the
+bundle only when the node lacks this exact version (keyed by content hash; written beside,
+then moved, so a half-written bundle is never used) and becomes the serving probe: a request
+per line in, an answer per line out, one Python start per node. A check that outlives its
+timeout, or a Ctrl-C, closes that ssh's input: the probe (`--stop-at-eof`) kills the
+commands of the check under way and exits, with no second connection needed; the next check
+on that node starts a fresh one.
 
 Every way a node can fail is an answer with a one-line reason that says what to do, never
 an exception: refused, a changed or unknown host key, a handshake slower than
 --connect-timeout, no Python, a disk too full for the bundle, a connection lost mid-check.
 `close()` (Ctrl-C) stops every busy probe on every node at once and cancels connects still
-in progress, so the threads that wait on them return within a second.
+in progress, so the threads that wait on them return at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
+import math
 import os
 import re
-import socket
+import resource
+import shlex
+import subprocess
 import threading
 import time
 from typing import Any
 
 from runbook.transports import Node, ProbeAnswer
+from runbook.transports import _openssh as openssh
+from runbook.transports._session import Session
 from runbook.transports.bundle import bundle_bytes, bundle_name
 from runbook.transports.local import parse_answer
 
@@ -36,325 +48,295 @@ REMOTE_DIR = "$HOME/.cache/runbook"
 KILL_GRACE_S = 0.5
 COPY_TIMEOUT_S = 60.0
 EXIT_STATUS_WAIT_S = 3.0
-KILL_WAIT_S = 4.0  # close(): how long the remote kills of all nodes may take together
+KILL_WAIT_S = 4.0  # close(): how long the probes of all nodes may take together to stop
 _NO_PYTHON_EXIT = 127
+_COPY_FAILED_EXIT = 90
+_SSH_FAILED_EXIT = 255  # ssh's own failures; the probe never exits with it
+CONNECT_SLOTS = max(64, 16 * (os.cpu_count() or 1))  # handshakes under way at once
 INTERRUPTED = "interrupted: the run is stopping"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class _Session:
-    """A serving probe on one node: requests go in as lines, answers come back as lines."""
-
-    def __init__(self, channel: Any) -> None:
-        self.channel = channel
-        self.pid = 0
-        self.busy = False
-        self.buffer = bytearray()
-        self.stderr = bytearray()
-        self.ended = False  # its output ended: the probe exited (or its channel closed)
-        channel.settimeout(0.02)
-
-    def alive(self) -> bool:
-        return not self.channel.closed and not self.channel.exit_status_ready()
-
-    def read_line(self, deadline: float, cancelled: Any) -> bytes | None:
-        """The next line of stdout, or None at the deadline, on cancel or when the probe ends."""
-        while b"\n" not in self.buffer:
-            if time.monotonic() > deadline or cancelled():
-                return None
-            if self.channel.recv_stderr_ready():
-                self.stderr = (self.stderr + self.channel.recv_stderr(65536))[-4096:]
-            try:
-                chunk = self.channel.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:  # end of output: the probe exited
-                self.ended = True
-                return None
-            self.buffer.extend(chunk)
-        line, _, rest = bytes(self.buffer).partition(b"\n")
-        self.buffer = bytearray(rest)
-        return line
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.channel.shutdown_write()  # end of input: a serving probe exits by itself
-            self.channel.close()
 
 
 class SshError(Exception):
     """A node that cannot be reached; `str()` is the one-line reason for the report."""
 
 
+class ProbeFailure(Exception):
+    """The node answers but cannot run the probe (no Python); `str()` is the reason."""
+
+
 class SshTransport:
     def __init__(self, python: str | None = None, connect_timeout: float = 10.0,
                  accept_new_host_keys: bool = False, **_: Any) -> None:
         self.python = python
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = max(1.0, connect_timeout)
         self.accept_new_host_keys = accept_new_host_keys
-        self._connections: dict[str, Any] = {}
-        self._connecting: dict[str, Any] = {}  # node -> a Connection whose open() is under way
-        self._shipped: set[str] = set()
+        self._config: str | None = None
+        self._sessions: dict[str, Session] = {}  # node -> its ssh and serving probe
         self._locks: dict[str, threading.Lock] = {}
         self._registry_lock = threading.Lock()
-        self._sessions: dict[str, _Session] = {}  # node -> its serving probe
+        self._cancel_r, self._cancel_w = os.pipe()  # readable once close() runs
+        self._connect_slots = threading.BoundedSemaphore(CONNECT_SLOTS)
         self.closed = False
-        _quiet_paramiko()
+        _raise_fd_limit()
 
     # -- the transport protocol --
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         start = time.monotonic()
         try:
-            connection = self._connection(node)
-            bundle = self._ensure_bundle(node, connection)
-            return self._probe(node, connection, bundle, request, timeout, start)
+            with self._lock(node.name):  # a node's checks come one at a time; this is cheap
+                session = self._session(node)
+                return self._ask(node, session, request, timeout, start)
         except SshError as exc:
             status = "error" if self.closed else "unreachable"
             return ProbeAnswer(status, error=INTERRUPTED if self.closed else str(exc),
                                duration_s=time.monotonic() - start)
-        except Exception as exc:  # a paramiko surprise on one node must not lose the others
+        except ProbeFailure as exc:
+            return ProbeAnswer("error", error=str(exc), duration_s=time.monotonic() - start)
+        except Exception as exc:  # a surprise on one node must not lose the others
             return ProbeAnswer("error", error=f"ssh: {type(exc).__name__}: {exc}",
                                duration_s=time.monotonic() - start)
 
     def close(self) -> None:
-        """Kill the probes still busy on every node (all nodes at once), end the idle ones,
-        cancel connects still under way and close every connection."""
-        self.closed = True  # from here on nothing new starts on any node
+        """End every node's input at once (busy probes kill their check's commands, idle ones
+        exit), wait for the ssh clients together, kill those that do not exit in time
+        (a frozen node, a connect under way) and wake every thread waiting on one."""
         with self._registry_lock:
-            sessions, connections = list(self._sessions.items()), dict(self._connections)
-            connecting = list(self._connecting.values())
-        for pending in connecting:  # their open() fails at once instead of at its timeout
-            with contextlib.suppress(Exception):
-                pending.client.close()
-        kills = [threading.Thread(target=self._kill_remote, args=(connections[name], session.pid),
-                                  name="ssh-kill", daemon=True)
-                 for name, session in sessions if session.busy and name in connections]
-        for thread in kills:
-            thread.start()
-        deadline = time.monotonic() + KILL_WAIT_S
-        for thread in kills:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        for _, session in sessions:
-            session.close()
-        for connection in connections.values():
-            with contextlib.suppress(Exception):
-                connection.close()
-        with self._registry_lock:
+            self.closed = True  # from here on nothing new starts on any node
+            sessions = list(self._sessions.values())
             self._sessions.clear()
-            self._connections.clear()
+        with contextlib.suppress(OSError):
+            os.write(self._cancel_w, b"x")
+        for session in sessions:
+            if session.pid:
+                session.end_input()
+            else:  # still connecting: there is no probe to stop yet
+                session.kill()
+        deadline = time.monotonic() + KILL_WAIT_S
+        for session in sessions:
+            if session.exit_code(max(0.0, deadline - time.monotonic())) is None:
+                session.kill()
+            session.release()
 
-    # -- connections --
+    # -- sessions --
 
     def _lock(self, name: str) -> threading.Lock:
         with self._registry_lock:
             return self._locks.setdefault(name, threading.Lock())
 
-    def _connection(self, node: Node) -> Any:
-        with self._lock(node.name):
-            if self.closed:
-                raise SshError(INTERRUPTED)
-            if node.name not in self._connections:
-                connection = self._open(node)
-                with self._registry_lock:
-                    if self.closed:  # close() ran while this one was connecting
-                        connection.close()
-                        raise SshError(INTERRUPTED)
-                    self._connections[node.name] = connection
-            connection = self._connections[node.name]
-        transport = connection.client.get_transport()
-        if transport is None or not transport.is_active():
-            raise SshError("connection lost")
-        return connection
-
-    def _open(self, node: Node) -> Any:
-        connection = self._new_connection(node)
-        with self._registry_lock:
-            self._connecting[node.name] = connection
-        begin = time.monotonic()
-        try:
-            connection.open()
-        except Exception as exc:
-            with contextlib.suppress(Exception):
-                connection.close()  # no paramiko thread left reading a late banner
-            raise SshError(_describe_connect_error(exc, connection, max(1.0, self.connect_timeout),
-                                                   time.monotonic() - begin)) from None
-        finally:
-            with self._registry_lock:
-                self._connecting.pop(node.name, None)
-        return connection
-
-    def _new_connection(self, node: Node) -> Any:
-        """A fabric Connection set up as OpenSSH would: ssh config, known_hosts, timeouts."""
-        from fabric import Connection
-        from paramiko import AutoAddPolicy, RejectPolicy
-
-        options: dict[str, Any] = {"connect_timeout": max(1.0, self.connect_timeout)}
-        host = str(node.vars.get("host") or node.name)
-        if node.vars.get("user"):
-            options["user"] = str(node.vars["user"])
-        if node.vars.get("port"):
-            options["port"] = int(node.vars["port"])
-        try:
-            connection = Connection(host, **options)
-        except Exception as exc:  # e.g. a bad Port in ~/.ssh/config
-            raise SshError(f"cannot use the ssh settings of {host}: {exc}") from None
-        client = connection.client
-        client.set_missing_host_key_policy(
-            AutoAddPolicy() if self.accept_new_host_keys else RejectPolicy())
-        _load_known_hosts(client, connection.ssh_config)
-        # The whole handshake, not only the TCP connect, is bounded by --connect-timeout (as
-        # given: fabric rounds it down to whole seconds).
-        limit = connection.connect_timeout = options["connect_timeout"]
-        connection.connect_kwargs.update(banner_timeout=limit, auth_timeout=limit)
-        if str(connection.ssh_config.get("identitiesonly", "no")).lower() == "yes":
-            # As OpenSSH: only the configured IdentityFile, no agent or default keys.
-            connection.connect_kwargs.update(look_for_keys=False, allow_agent=False)
-        return connection
-
-    # -- the probe --
-
-    def _ensure_bundle(self, node: Node, connection: Any) -> str:
-        """The bundle's remote path; sent only when that node lacks this exact version."""
-        path = f"{REMOTE_DIR}/{bundle_name()}"
-        if node.name in self._shipped:
-            return path
-        # Ask first: a node that already has this version is sent nothing.
-        out, _, _ = self._exec(connection, f'[ -f "{path}" ] && echo present || echo absent',
-                               b"", self.connect_timeout)
-        if out.strip() != b"present":
-            # Written beside, then moved: a half-written bundle (a full disk) is never used,
-            # and it is removed so that it does not hold the space it took.
-            script = (f'f="{path}"; t="$f.$$"; mkdir -p "{REMOTE_DIR}" && cat > "$t" '
-                      f'&& mv "$t" "$f" && exit 0; rm -f "$t"; exit 1')
-            _, err, code = self._exec(connection, script, bundle_bytes(), COPY_TIMEOUT_S)
-            if code != 0:
-                raise SshError(_copy_failure(err, code))
-        self._shipped.add(node.name)
-        return path
-
-    def _probe(self, node: Node, connection: Any, bundle: str, request: dict[str, Any],
-               timeout: float, start: float) -> ProbeAnswer:
-        python = str(node.vars.get("python") or self.python or "python3")
+    def _session(self, node: Node) -> Session:
         session = self._sessions.get(node.name)
-        if session is None or not session.alive():
-            session = self._start_session(node, connection, bundle, python)
+        if session is not None and not session.ended and session.proc.poll() is None:
+            return session
+        if session is not None:
+            self._forget(node.name, session)
+            if session.ended or session.proc.poll() is not None:
+                code = session.exit_code(EXIT_STATUS_WAIT_S)
+                session.release()
+                if code == _SSH_FAILED_EXIT:
+                    raise SshError("connection lost")
+        return self._start(node)
+
+    def _forget(self, name: str, session: Session) -> None:
+        with self._registry_lock:
+            if self._sessions.get(name) is session:
+                del self._sessions[name]
+
+    def _config_file(self) -> str:
+        if self._config is None:
+            try:
+                self._config = openssh.write_config(os.environ.get("HOME") or "/")
+            except OSError as exc:
+                raise SshError(str(exc)) from None
+        return self._config
+
+    def _argv(self, node: Node, command: str) -> list[str]:
+        host = str(node.vars.get("host") or node.name)
+        argv = ["ssh", "-F", self._config_file(), "-T", "-o", "BatchMode=yes",
+                "-o", f"ConnectTimeout={math.ceil(self.connect_timeout)}",
+                "-o", "StrictHostKeyChecking=" + ("accept-new" if self.accept_new_host_keys else "yes"),
+                "-o", "ControlMaster=no"]  # a master left behind would hold our pipes open
+        if node.vars.get("port"):
+            argv += ["-p", str(int(node.vars["port"]))]
+        if node.vars.get("user"):
+            argv += ["-l", str(node.vars["user"])]
+        return [*argv, "--", host, command]
+
+    def _start(self, node: Node) -> Session:
+        """Connect, check for Python, ship the bundle if needed and start the serving probe."""
+        python = self._python(node)
+        self._take_connect_slot()
+        try:
+            return self._connect(node, python)
+        finally:
+            self._connect_slots.release()
+
+    def _take_connect_slot(self) -> None:
+        """Wait for one of CONNECT_SLOTS: hundreds of handshakes at once on a small client would
+        each take longer than --connect-timeout, which starts once the slot is taken."""
+        while not self._connect_slots.acquire(timeout=0.2):
+            if self.closed:
+                raise SshError(INTERRUPTED)
+
+    def _connect(self, node: Node, python: str) -> Session:
+        try:
+            proc = subprocess.Popen(self._argv(node, self._script(node, python)), stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                                    start_new_session=True)  # a Ctrl-C reaches us, not ssh
+        except OSError as exc:
+            raise SshError(f"cannot run the OpenSSH client `ssh`: {exc.strerror or exc} (install "
+                           "openssh-client)") from None
+        session = Session(proc, self._cancel_r)
+        with self._registry_lock:
+            if self.closed:  # close() ran while this one was starting
+                session.kill()
+                session.release()
+                raise SshError(INTERRUPTED)
+            self._sessions[node.name] = session
+        try:
+            self._handshake(node, session, python)
+        except BaseException:
+            self._forget(node.name, session)
+            session.kill()
+            session.release()
+            raise
+        return session
+
+    def _handshake(self, node: Node, session: Session, python: str) -> None:
+        first = _expect(session, session.started + self.connect_timeout, lambda x: x.isdigit())
+        if first is None:
+            self._not_connected(node, session)
+        session.pid = int(first or b"0")
+        state = _expect(session, time.monotonic() + self.connect_timeout,
+                        lambda x: x in (b"present", b"absent"))
+        if state == b"absent":
+            session.send(bundle_bytes())
+            if _expect(session, time.monotonic() + COPY_TIMEOUT_S, lambda x: x == b"copied") is None:
+                self._copy_failed(session)
+        elif state is None:
+            self._start_failed(node, session, python)
+
+    def _not_connected(self, node: Node, session: Session) -> None:
+        """No PID line: ssh failed to connect, or the handshake is slower than the limit."""
+        if self.closed:
+            raise SshError(INTERRUPTED)
+        elapsed = time.monotonic() - session.started
+        code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
+        where = self._where(node)
+        if code is None:
+            raise SshError(openssh.too_slow(where[0], where[1], self.connect_timeout))
+        if code == _SSH_FAILED_EXIT:
+            raise SshError(openssh.describe_failure(session.stderr_text(), where,
+                                                    self.connect_timeout, elapsed))
+        raise SshError(f"cannot start the probe on {where[0]}: the login shell exited {code}: "
+                       f"{_last_line(session.stderr_text())}")
+
+    def _start_failed(self, node: Node, session: Session, python: str) -> None:
+        if self.closed:
+            raise SshError(INTERRUPTED)
+        code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
+        if code == _NO_PYTHON_EXIT:
+            raise ProbeFailure(_no_python(python))
+        if code is None:
+            raise SshError(f"no answer from the shell on {self._where(node)[0]} within "
+                           f"{self.connect_timeout:g}s (--connect-timeout)")
+        if code == _SSH_FAILED_EXIT:
+            raise SshError("connection lost")
+        raise SshError(f"cannot start the probe: the login shell exited {code}: "
+                       f"{_last_line(session.stderr_text())}")
+
+    def _copy_failed(self, session: Session) -> None:
+        if self.closed:
+            raise SshError(INTERRUPTED)
+        code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
+        if code == _SSH_FAILED_EXIT:
+            raise SshError("connection lost while the probe was copied")
+        raise SshError(_copy_failure(bytes(session.stderr), code))
+
+    def _where(self, node: Node) -> tuple[str, int, str]:
+        port = int(node.vars["port"]) if node.vars.get("port") else None
+        user = str(node.vars["user"]) if node.vars.get("user") else None
+        return openssh.resolve(self._config_file(), str(node.vars.get("host") or node.name), port, user)
+
+    def _python(self, node: Node) -> str:
+        return str(node.vars.get("python") or self.python or "python3")
+
+    @staticmethod
+    def _script(node: Node, python: str) -> str:
+        """The remote command: PID, Python check, bundle check (and copy), then the probe."""
+        exports = "".join(f"export {k}={shlex.quote(str(v))}; "
+                          for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
+        py, path = shlex.quote(python), f"{REMOTE_DIR}/{bundle_name()}"
+        # The size is checked: input that ends early (a Ctrl-C, a dropped link) leaves no
+        # truncated bundle under the name of a complete one.
+        size = len(bundle_bytes())
+        copy = (f't="$f.$$"; mkdir -p "{REMOTE_DIR}" && head -c {size} > "$t" '
+                f'&& [ "$(wc -c < "$t")" -eq {size} ] && mv "$t" "$f" '
+                f'|| {{ rm -f "$t"; exit {_COPY_FAILED_EXIT}; }}; echo copied')
+        return (f'echo "$$"; {exports}command -v {py} >/dev/null 2>&1 || exit {_NO_PYTHON_EXIT}; '
+                f'f="{path}"; if [ -f "$f" ]; then echo present; else echo absent; {copy}; fi; '
+                f'exec {py} "$f" --serve --stop-at-eof')
+
+    # -- checks --
+
+    def _ask(self, node: Node, session: Session, request: dict[str, Any], timeout: float,
+             start: float) -> ProbeAnswer:
         payload = json.dumps({**request, "timeout": timeout}).encode() + b"\n"
-        session.busy = True  # before the check of `closed`: close() kills a busy probe
+        session.busy = True
         try:
             if self.closed:
                 raise SshError(INTERRUPTED)
-            session.channel.sendall(payload)
-            line = session.read_line(time.monotonic() + timeout + KILL_GRACE_S, lambda: self.closed)
-        except OSError:  # the channel is closed: the probe is gone
-            line, session.ended = None, True
+            line = (session.read_line(time.monotonic() + timeout + KILL_GRACE_S)
+                    if session.send(payload) else None)
         finally:
             session.busy = False
         elapsed = time.monotonic() - start
         if line is not None:
             return parse_answer(line, b"", 0, elapsed)
-        if self.closed:  # close() kills this probe; the answer is no longer wanted
+        if self.closed:  # close() stops this probe; the answer is no longer wanted
             raise SshError(INTERRUPTED)
-        return self._session_ended(node, connection, session, python, timeout, elapsed)
+        return self._no_answer(node, session, timeout, elapsed)
 
-    def _start_session(self, node: Node, connection: Any, bundle: str, python: str) -> _Session:
-        """One serving probe per node for the whole run; its first line is its PID."""
-        exports = "".join(f"export {k}={_shell_quote(str(v))}; "
-                          for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
-        command = (f'echo "$$"; {exports}command -v {_shell_quote(python)} >/dev/null 2>&1 '
-                   f'|| exit {_NO_PYTHON_EXIT}; exec {_shell_quote(python)} "{bundle}" --serve')
-        channel = self._open_channel(connection)
-        try:
-            channel.exec_command(command)
-        except Exception as exc:
-            raise SshError(f"connection lost: {exc or type(exc).__name__}") from None
-        session = _Session(channel)
-        first = session.read_line(time.monotonic() + self.connect_timeout, lambda: self.closed)
-        session.pid = int(first) if first and first.strip().isdigit() else 0
-        with self._registry_lock:
-            self._sessions[node.name] = session
-        return session
-
-    def _open_channel(self, connection: Any) -> Any:
-        try:
-            return connection.client.get_transport().open_session(timeout=self.connect_timeout)
-        except Exception as exc:
-            raise SshError(f"connection lost: {exc or type(exc).__name__}") from None
-
-    def _session_ended(self, node: Node, connection: Any, session: _Session, python: str,
-                       timeout: float, elapsed: float) -> ProbeAnswer:
-        """No answer line: the check hung (kill the probe) or the probe or connection died."""
-        with self._registry_lock:
-            self._sessions.pop(node.name, None)
-        transport = connection.client.get_transport()
-        if transport is None or not transport.is_active():
-            session.close()
-            raise SshError("connection lost while the check ran (the node went down, its sshd "
-                           "died, or the network dropped)")
-        if not session.ended and not session.channel.exit_status_ready():
-            self._kill_remote(connection, session.pid)
-            session.close()
+    def _no_answer(self, node: Node, session: Session, timeout: float, elapsed: float) -> ProbeAnswer:
+        """The check hung (stop the probe), or the probe or the connection died."""
+        self._forget(node.name, session)
+        if not session.ended:  # still running past its timeout: end its input, it stops
+            session.end_input()
+            if session.exit_code(EXIT_STATUS_WAIT_S) is None:
+                session.kill()
+            session.release()
             return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer within {timeout:g}s;"
                                       " the probe was killed on the node"}, duration_s=elapsed)
-        # sshd may send the end of the output before the exit status: wait for it a little.
-        session.channel.status_event.wait(EXIT_STATUS_WAIT_S)
-        code = session.channel.exit_status if session.channel.exit_status_ready() else -1
-        session.close()
-        if code == _NO_PYTHON_EXIT:
-            return ProbeAnswer("error", error=_no_python(python), duration_s=elapsed)
-        if code == -1:
-            raise SshError("connection lost while the check ran")
-        last = (bytes(session.stderr).decode(errors="replace").strip().splitlines() or [""])[-1]
-        return ProbeAnswer("error", error=f"probe exited {code}: {last[:300]}", duration_s=elapsed)
+        code = session.exit_code(EXIT_STATUS_WAIT_S)
+        session.release()
+        if code is None or code == _SSH_FAILED_EXIT:
+            raise SshError("connection lost while the check ran (the node went down, its sshd "
+                           "died, or the network dropped)")
+        return ProbeAnswer("error", error=f"probe exited {code}: {_last_line(session.stderr_text())}",
+                           duration_s=elapsed)
 
-    def _exec(self, connection: Any, command: str, stdin: bytes,
-              timeout: float) -> tuple[bytes, bytes, int | None]:
-        """Run one short command on a fresh channel: (stdout, stderr, exit code or None)."""
-        channel = self._open_channel(connection)
-        try:
-            channel.exec_command(command)
-            if stdin:
-                channel.sendall(stdin)
-            channel.shutdown_write()
-        except Exception as exc:
-            channel.close()
-            raise SshError(f"connection lost: {exc or type(exc).__name__}") from None
-        try:
-            return self._wait_exec(channel, timeout)
-        finally:
-            channel.close()
 
-    def _wait_exec(self, channel: Any, timeout: float) -> tuple[bytes, bytes, int | None]:
-        out, err = bytearray(), bytearray()
-        deadline = time.monotonic() + timeout
-        channel.settimeout(0.05)
-        while not (channel.exit_status_ready() and not channel.recv_ready()
-                   and not channel.recv_stderr_ready()):
-            if self.closed:
-                raise SshError(INTERRUPTED)
-            if time.monotonic() > deadline:
-                return bytes(out), bytes(err), None
-            _drain(channel, out, err)
-        _drain(channel, out, err)
-        code = channel.recv_exit_status()
-        if code == -1:  # paramiko: the channel closed without an exit status
-            raise SshError("connection lost")
-        return bytes(out), bytes(err), code
+def _expect(session: Session, deadline: float, wanted: Any) -> bytes | None:
+    """The first line `wanted` accepts, stripped; lines before it (a chatty .bashrc) are skipped.
+    None at the deadline, on cancel or when the output ends."""
+    while (line := session.read_line(deadline)) is not None:
+        if wanted(line.strip()):
+            return line.strip()
+    return None
 
-    def _kill_remote(self, connection: Any, pid: int) -> None:
-        """SIGTERM the probe's process group (it kills its own commands), then SIGKILL it and
-        the groups of its commands: each runs in a group of its own, and a probe too busy to
-        handle SIGTERM in time must not leave a hung `nvidia-smi` behind."""
-        if pid <= 1:
-            return
-        with contextlib.suppress(Exception):
-            channel = connection.client.get_transport().open_session(timeout=2)
-            # The children are listed first: once the probe is gone they have a new parent.
-            channel.exec_command(f"kids=$(pgrep -P {pid} 2>/dev/null | sed 's/^/-/'); "
-                                 f"kill -TERM -- -{pid} {pid} 2>/dev/null; sleep 0.3; "
-                                 f"kill -KILL -- -{pid} {pid} $kids 2>/dev/null; true")
-            channel.status_event.wait(3)  # recv_exit_status() could wait for ever on a hung node
-            channel.close()
+
+def _last_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[-1].strip()[:300]
+
+
+def _raise_fd_limit() -> None:
+    """Three pipes per node: a run over hundreds of nodes needs more than a soft limit of 1024."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY
+                                                        else max(soft, 65536), hard))
 
 
 def _no_python(python: str) -> str:
@@ -364,44 +346,6 @@ def _no_python(python: str) -> str:
     return (f"{python} not found on the node's PATH: point --python at a Python 3 on the node "
             "(e.g. --python /opt/conda/bin/python3), or set `python:` for this node in the inventory")
 
-
-def _quiet_paramiko() -> None:
-    """paramiko logs a failed handshake with its traceback; with no handler anywhere, logging's
-    last resort would print it on the user's terminal. The reason in the report is ours."""
-    logger = logging.getLogger("paramiko")
-    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-        logger.addHandler(logging.NullHandler())
-
-
-def _drain(channel: Any, out: bytearray, err: bytearray) -> None:
-    with contextlib.suppress(socket.timeout):
-        while channel.recv_ready():
-            out.extend(channel.recv(65536))
-        while channel.recv_stderr_ready():
-            err.extend(channel.recv_stderr(65536))
-        if not channel.recv_ready() and not channel.exit_status_ready():
-            chunk = channel.recv(65536)  # blocks up to the channel timeout (0.1 s)
-            out.extend(chunk)
-
-
-def _shell_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def _load_known_hosts(client: Any, ssh_config: Any) -> None:
-    """The user's known_hosts, and any UserKnownHostsFile the ssh config names."""
-    with contextlib.suppress(OSError):
-        client.load_system_host_keys()
-    files = ssh_config.get("userknownhostsfile", "") if ssh_config else ""
-    for path in str(files).split():
-        path = os.path.expanduser(path)
-        if os.path.exists(path):
-            try:
-                client.load_host_keys(path)
-            except Exception as exc:  # unreadable, or a line paramiko cannot parse
-                raise SshError(f"cannot read the known_hosts file {path}: {exc}") from None
 
 
 def _copy_failure(err: bytes, code: int | None) -> str:
@@ -424,59 +368,3 @@ _COPY_HINTS = {
     "Permission denied": "the user cannot write to ~/.cache on the node; fix its owner or "
                          "permissions",
 }
-
-
-def _describe_connect_error(exc: Exception, connection: Any, limit: float, elapsed: float) -> str:
-    """One line: what went wrong connecting, where, and what to do."""
-    from paramiko.ssh_exception import (
-        AuthenticationException,
-        BadHostKeyException,
-        NoValidConnectionsError,
-        PasswordRequiredException,
-        SSHException,
-    )
-
-    host, port = connection.host, connection.port
-    if isinstance(exc, BadHostKeyException):
-        entry = host if port == 22 else f"[{host}]:{port}"
-        return (f"host key of {host} changed: it does not match known_hosts (refused: the node was "
-                "reinstalled, or someone is in the middle); check the new key with the node's "
-                f"owner, then remove the old one: ssh-keygen -R '{entry}'")
-    if isinstance(exc, NoValidConnectionsError):
-        return (f"connection refused by {host}:{port}: nothing listens there (is the node up, "
-                "its sshd running, the port right?)")
-    if isinstance(exc, (TimeoutError, socket.timeout)):
-        return (f"connection to {host}:{port} timed out after {limit:g}s (--connect-timeout): the "
-                "node is down, a firewall drops the packets, or the link is slow")
-    if isinstance(exc, socket.gaierror):
-        return f"cannot resolve host name {host!r} (check the name, or its HostName in ~/.ssh/config)"
-    slow = _slow_handshake(exc, host, port, limit, elapsed)
-    if slow:
-        return slow
-    if isinstance(exc, PasswordRequiredException):
-        return (f"the private key for {connection.user}@{host}:{port} needs its passphrase: add it "
-                "to ssh-agent first (ssh-add)")
-    if isinstance(exc, AuthenticationException):
-        return (f"key refused: authentication failed as {connection.user}@{host}:{port} (is your "
-                "key in the node's authorized_keys? which IdentityFile does ~/.ssh/config name?)")
-    if isinstance(exc, SSHException) and "not found in known_hosts" in str(exc):
-        return (f"unknown host key: {host} is not in known_hosts (refusing; verify it "
-                "with ssh-keyscan, or pass --accept-new-host-keys)")
-    return f"cannot connect to {connection.user}@{host}:{port}: {exc or type(exc).__name__}"
-
-
-def _slow_handshake(exc: Exception, host: str, port: int, limit: float, elapsed: float) -> str | None:
-    """paramiko's words for a handshake cut short by the timeouts: it gives up on the banner,
-    stops waiting for the key exchange without a word (auth then finds "No existing session"),
-    or times out authentication."""
-    text = str(exc)
-    late = elapsed >= 0.9 * limit
-    if "protocol banner" in text and not late:  # closed at once: not slow, not an sshd there
-        return (f"no SSH greeting from {host}:{port}: the other side closed the connection (is it "
-                "an sshd, and not refusing new connections: MaxStartups?)")
-    if not ("protocol banner" in text or "Authentication timeout" in text
-            or ("No existing session" in text and late)):
-        return None
-    return (f"connection to {host}:{port} too slow: the SSH handshake did not finish within "
-            f"{limit:g}s (--connect-timeout); the link or the node's sshd is slow or stuck (raise "
-            "--connect-timeout for a slow link)")
