@@ -23,16 +23,10 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
-    from ray.cluster_utils import Cluster
+    from scenarios.ray_cluster import RayCluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    try:
-        yield cluster.address
-    finally:
-        cluster.shutdown()
+    with RayCluster.start(3) as rc:  # on loopback, one CPU and a small object store per node
+        yield rc.address
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,13 +1,15 @@
-"""The Ray transport against a real local three-node Ray cluster (no mocks)."""
+"""The Ray transport against a real local three-node Ray cluster (no mocks): one long-lived probe
+actor per node."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,23 +19,19 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from runbook.transports import Node, get_transport, ray_cluster  # noqa: E402
 from runbook.transports.ray_cluster import RayTransport, discover_nodes  # noqa: E402
+from scenarios.ray_cluster import RayCluster  # noqa: E402
 
 SYSTEM = {"check": "system", "with": {}}
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
+    rc = RayCluster.start(3)  # on loopback, one CPU and a small object store per node
     try:
-        yield cluster
+        yield rc.cluster
     finally:
         ray.shutdown()
-        stopper = threading.Thread(target=cluster.shutdown, daemon=True)
-        stopper.start()
-        stopper.join(timeout=30)
+        rc.stop()
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +76,21 @@ def test_discovery_names_every_alive_node_once(nodes: list[Node]) -> None:
 
 def test_a_check_runs_on_the_node_it_is_pinned_to(transport: RayTransport, nodes: list[Node]) -> None:
     for node in nodes:
-        ref = transport._submit(node, node.vars["ray_node_id"], SYSTEM, 10)
-        raw = ray.get(ref, timeout=30)
-        transport._running.discard(ref)
-        assert raw["node_id"] == node.vars["ray_node_id"]
+        actor = transport._actor(node, node.vars["ray_node_id"])
+        assert ray.get(actor.node_id.remote(), timeout=30) == node.vars["ray_node_id"]
         answer = transport.run_check(node, SYSTEM, 10)
         assert answer.status == "ok", answer.error
         assert answer.result["timed_out"] is False and answer.result
+
+
+def test_one_probe_per_node_answers_every_check(transport: RayTransport, nodes: list[Node]) -> None:
+    # The command's parent is the serving probe: the same process for every check of a node.
+    parent = {"check": "command", "with": {"run": "echo $PPID"}}
+    per_node = [{transport.run_check(node, parent, 10).result["stdout"].strip() for _ in range(3)}
+                for node in nodes]
+    assert all(len(pids) == 1 for pids in per_node), per_node
+    assert len({pid for pids in per_node for pid in pids}) == len(nodes)
+    assert len(transport._actors) == len(nodes)
 
 
 def test_a_node_named_by_hostname_or_address_alone_is_found(transport: RayTransport,
@@ -122,19 +128,32 @@ def test_a_probe_that_outlives_its_timeout_is_killed_on_the_node(
     assert _wait_until_gone(b"sleep\x0060.25")
 
 
-def test_the_tasks_code_needs_no_runbook_on_the_node(tmp_path: Path) -> None:
-    data = ray.cloudpickle.dumps(ray_cluster._probe_task()._function)
+def test_the_actors_code_needs_no_runbook_on_the_node(tmp_path: Path) -> None:
+    data = ray.cloudpickle.dumps(ray_cluster._actor_class().__ray_metadata__.modified_class)
     script = ("import sys; sys.modules['runbook'] = None; import ray.cloudpickle as cp;"
               " print(cp.loads(sys.stdin.buffer.read()).__name__)")
     done = subprocess.run([sys.executable, "-c", script], input=data, capture_output=True,
                           timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr.decode()[-500:]
-    assert done.stdout.strip() == b"_run_probe"
+    assert done.stdout.strip() == b"ProbeServer"
+
+
+def test_a_check_after_a_killed_probe_starts_a_fresh_one(
+        transport: RayTransport, nodes: list[Node], monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = {"check": "command", "with": {"run": "echo $PPID"}}
+    before = transport.run_check(nodes[0], parent, 10).result["stdout"].strip()
+    monkeypatch.setattr(ray_cluster, "KILL_GRACE_S", -29.0)  # the actor kills the probe after 1 s
+    hung = transport.run_check(nodes[0], {"check": "command", "with": {"run": "sleep 30.5"}}, 30)
+    assert hung.status == "ok" and hung.result["timed_out"] is True
+    monkeypatch.setattr(ray_cluster, "KILL_GRACE_S", 0.5)
+    after = transport.run_check(nodes[0], parent, 10)
+    assert after.status == "ok" and after.result["stdout"].strip() != before
 
 
 def test_a_removed_node_is_unreachable_while_the_others_answer(
         cluster: Cluster, transport: RayTransport, nodes: list[Node]) -> None:
-    workers = {n.node_id: n for n in cluster.worker_nodes}
+    here = ray.get_runtime_context().get_node_id()  # the node this driver is attached to stays
+    workers = {n.node_id: n for n in cluster.worker_nodes if n.node_id != here}
     victim = [n for n in nodes if n.vars["ray_node_id"] in workers][-1]
     cluster.remove_node(workers[victim.vars["ray_node_id"]])
     start = time.monotonic()
@@ -174,3 +193,45 @@ def _is_zombie(entry: Path) -> bool:
         return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
+
+
+# -- the actor's class alone, in this process (no cluster): how it keeps and stops its probe --
+
+
+def test_the_probe_server_keeps_one_probe_and_kills_a_hung_one(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from runbook.transports._ray_actor import ProbeServer
+    from runbook.transports.bundle import bundle_bytes, bundle_name
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    server = ProbeServer(bundle_bytes(), bundle_name())
+    assert server.path.startswith(str(tmp_path)) and not server.install_error
+    try:
+        ask = b'{"check": "command", "with": {"run": "echo $PPID"}, "timeout": 5}\n'
+        first, again = (_parent(server.check(ask, None, 5, 0.5)) for _ in range(2))
+        assert first == again  # the same serving probe
+        pid = server.probe.proc.pid  # type: ignore[union-attr]
+        hung = b'{"check": "command", "with": {"run": "sleep 40.25"}, "timeout": 60}\n'
+        start = time.monotonic()
+        assert server.check(hung, None, 1, 0) == {"timed_out": True}  # the probe thinks it has 60 s
+        assert time.monotonic() - start < 5 and server.probe is None
+        assert _wait_until_gone(b"sleep\x0040.25")
+        assert _parent(server.check(ask, None, 5, 0.5)) != first  # a fresh probe
+        assert server.probe is not None and server.probe.proc.pid != pid
+    finally:
+        server.stop()
+    assert server.probe is None
+
+
+def _parent(out: dict[str, Any]) -> str:
+    return str(json.loads(out["stdout"])["result"]["stdout"]).strip()
+
+
+def test_the_probe_server_reports_a_missing_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runbook.transports._ray_actor import ProbeServer
+    from runbook.transports.bundle import bundle_bytes, bundle_name
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    server = ProbeServer(bundle_bytes(), bundle_name())
+    out = server.check(b'{"check": "system"}\n', "/nonexistent/python3", 5, 0.5)
+    assert out["error"].startswith("cannot start /nonexistent/python3")

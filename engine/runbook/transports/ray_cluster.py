@@ -1,15 +1,16 @@
-"""The Ray transport: the probe bundle runs as a Ray task pinned to each node of a running cluster.
+"""The Ray transport: one long-lived probe actor pinned to each node of a running cluster.
 
-The driver connects to the cluster (it never starts one), puts the probe bundle
-in the object store once, and runs one zero-CPU task per check, pinned with a
-hard node affinity. On the node the task writes the bundle to the cache
-directory (once per content hash) and runs it with the Ray worker's own Python,
-which is the training environment's, in a new session; on timeout it kills the
-probe's whole process group. The task's code is shipped by value, so the nodes
-need Ray but not runbook.
+The driver connects to the cluster (it never starts one) and puts the probe bundle in the
+object store once. On a node's first check it creates that node's actor (zero CPUs, a hard
+node affinity); the actor writes the bundle to the node's cache directory and keeps one
+serving probe, run with the Ray worker's own Python (the training environment's), for the
+whole run. Each check is then one actor call: no task to schedule and no worker to start per
+check. A check past its timeout gets the probe's process group killed on the node. The
+actor's code is shipped by value (runbook.transports._ray_actor), so nodes need Ray, not
+runbook.
 
-`ray` is an optional dependency: it is imported here, and only when this
-transport is used.
+A node whose Ray node dies (before or during a check) is `unreachable`, never an exception.
+`ray` is an optional dependency, imported only when this transport is used.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -28,10 +28,14 @@ from runbook.transports import Node, ProbeAnswer
 from runbook.transports.bundle import bundle_bytes, bundle_name
 from runbook.transports.local import parse_answer
 
-# How long past the check's timeout the task waits before killing the probe (on the node).
+# How long past the check's timeout the actor waits before killing the probe (on the node).
 KILL_GRACE_S = 0.5
-# How long past the check's timeout the driver waits for the task: scheduling, worker start.
-SCHEDULING_SLACK_S = 3.0
+# How long past that the driver waits for the actor's answer: the kill, the call's round trip.
+CALL_SLACK_S = 5.0
+# How long a node's actor may take to start: a Ray worker process starts on a busy node.
+ACTOR_START_S = 60.0
+# After an actor dies, how long to wait for the cluster to mark its node dead (health checks).
+NODE_DEATH_WAIT_S = 5.0
 # The TCP pre-check of the cluster's GCS port: ray.init itself blocks for minutes on a bad address.
 CONNECT_CHECK_S = 2.0
 
@@ -125,96 +129,48 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
-# -- the task that runs on the node --
-
-
-def _node_helpers() -> tuple[Callable[[bytes, str], str], Callable[[Any], None]]:
-    """(install, stop) for the remote task. Nested, so Ray ships their code by value with the
-    task that closes over them: nodes need no runbook installed."""
-
-    def install(bundle: bytes, name: str) -> str:
-        import os
-        import tempfile
-        from pathlib import Path
-
-        for base in (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"),
-                     Path(tempfile.gettempdir()) / f"runbook-{os.getuid()}"):
-            target = base / "runbook" / name
-            try:
-                if not target.exists():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = target.with_name(f"{name}.tmp{os.getpid()}")
-                    tmp.write_bytes(bundle)
-                    tmp.replace(target)
-                return str(target)
-            except OSError:
-                continue
-        raise OSError(f"cannot write the probe bundle under ~/.cache or {tempfile.gettempdir()}")
-
-    def stop(proc: Any) -> None:
-        import contextlib
-        import os
-        import signal
-        import subprocess
-
-        for signum, wait in ((signal.SIGTERM, 0.3), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signum)
-            try:
-                proc.communicate(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-    return install, stop
+# -- the actor that runs on the node --
 
 
 @lru_cache(maxsize=1)
-def _probe_task() -> Any:
-    """The remote task. Nested (as are its helpers), so Ray ships its code by value."""
-    install, stop = _node_helpers()
+def _actor_class() -> Any:
+    """The probe actor class. Its module travels by value, so the nodes need no runbook;
+    two calls at once, so that stop() reaches a probe a check is waiting on."""
+    ray = _ray()
+    from runbook.transports import _ray_actor
 
-    def _run_probe(bundle: bytes, name: str, request_json: str, python: str | None,
-                   timeout: float, grace: float = 0.5) -> dict[str, Any]:
-        import subprocess
-        import sys
+    ray.cloudpickle.register_pickle_by_value(_ray_actor)
+    return ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0,
+                      max_concurrency=2)(_ray_actor.ProbeServer)
 
-        import ray
 
-        node_id = ray.get_runtime_context().get_node_id()
-        answer: dict[str, Any] = {"node_id": node_id, "stdout": b"", "stderr": b"",
-                                  "returncode": None, "timed_out": False}
-        argv = [python or sys.executable, install(bundle, name)]
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            return {**answer, "error": f"cannot start {argv[0]}: {exc.strerror or exc}"}
-        try:
-            out, err = proc.communicate(request_json.encode(), timeout=max(0.1, timeout + grace))
-        except subprocess.TimeoutExpired:
-            stop(proc)
-            return {**answer, "timed_out": True}
-        except BaseException:  # ray.cancel() interrupts the task: take the probe with it
-            stop(proc)
-            raise
-        return {**answer, "stdout": out, "stderr": err, "returncode": proc.returncode}
+class _Gone(Exception):
+    """The check cannot run: str() is the one-line reason; `status` the answer's status."""
 
-    return _ray().remote(num_cpus=0, max_retries=0)(_run_probe)
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+INTERRUPTED = "interrupted: the run is stopping"
+STOP_WAIT_S = 3.0  # close(): how long the actors may take together to kill their probes
 
 
 # -- the transport --
 
 
 class RayTransport:
-    """Runs each check as a Ray task pinned to the node's Ray node id."""
+    """One probe actor per Ray node, created on the node's first check; one actor call per check."""
 
     def __init__(self, address: str | None = None, python: str | None = None, **_: Any) -> None:
         self.address = address
         self.python = python
+        self.closed = False
         self._bundle_ref: Any = None
         self._lock = threading.Lock()
-        self._running: set[Any] = set()
+        self._actors: dict[str, Any] = {}  # Ray node id -> its probe actor
+        self._node_locks: dict[str, threading.Lock] = {}
+        self._dead: dict[str, str] = {}  # Ray node id -> why it is unreachable: asked no more
 
     discover_nodes = staticmethod(discover_nodes)
 
@@ -224,24 +180,42 @@ class RayTransport:
         try:
             _connect(self.address)
             node_id = self._node_id(node)
-            ref = self._submit(node, node_id, request, timeout)
+            if node_id in self._dead:
+                raise _Gone("unreachable", self._dead[node_id])
+            actor = self._actor(node, node_id)
+            line = json.dumps({**request, "timeout": timeout}).encode() + b"\n"
+            python = node.vars.get("python") or self.python
+            ref = actor.check.remote(line, python, timeout, KILL_GRACE_S)
+            out = self._get(node, node_id, ref, timeout + max(KILL_GRACE_S, 0.0) + CALL_SLACK_S)
         except ValueError as exc:
             return ProbeAnswer("unreachable", error=str(exc), duration_s=time.monotonic() - start)
         except RuntimeError as exc:  # no ray here
             return ProbeAnswer("error", error=str(exc), duration_s=time.monotonic() - start)
-        try:
-            return self._collect(node, node_id, ref, timeout, start)
-        finally:
-            self._running.discard(ref)
+        except _Gone as exc:
+            status, reason = (exc.status, str(exc)) if not self.closed else ("error", INTERRUPTED)
+            return ProbeAnswer(status, error=reason, duration_s=time.monotonic() - start)
+        except TimeoutError:
+            return self._timed_out(node, node_id, timeout, start)
+        elapsed = time.monotonic() - start
+        if self.closed:  # close() stopped the probe: what came back is not an answer
+            return ProbeAnswer("error", error=INTERRUPTED, duration_s=elapsed)
+        return _answer(out, timeout, elapsed)
 
     def close(self) -> None:
-        """Stop tasks still running; disconnect only where this module connected (never stop a cluster)."""
+        """Stop every node's probe and actor; disconnect only where this module connected
+        (never stop a cluster)."""
         global _connected_here
+        self.closed = True
         ray = _ray()
-        for ref in list(self._running):
+        with self._lock:
+            actors = list(self._actors.values())
+            self._actors.clear()
+        if actors and ray.is_initialized():
             with contextlib.suppress(Exception):  # best effort while shutting down
-                ray.cancel(ref)  # the task kills its probe's process group on the way out
-        self._running.clear()
+                ray.wait([a.stop.remote() for a in actors], num_returns=len(actors), timeout=STOP_WAIT_S)
+            for actor in actors:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
         with _connect_lock:
             if _connected_here and ray.is_initialized():
                 ray.shutdown()
@@ -266,73 +240,123 @@ class RayTransport:
                 self._bundle_ref = _ray().put(bundle_bytes())
             return self._bundle_ref
 
-    def _submit(self, node: Node, node_id: str, request: dict[str, Any], timeout: float) -> Any:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    def _actor(self, node: Node, node_id: str) -> Any:
+        """The node's probe actor, created (and checked to sit on that node) on first use."""
+        with self._lock:
+            lock = self._node_locks.setdefault(node_id, threading.Lock())
+        with lock:  # one actor per node, even where two nodes' names resolve to one Ray node
+            if self.closed:
+                raise _Gone("error", INTERRUPTED)
+            if node_id in self._actors:
+                return self._actors[node_id]
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        python = node.vars.get("python") or self.python
-        strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-        payload = json.dumps({**request, "timeout": timeout})
-        ref = _probe_task().options(scheduling_strategy=strategy, name=f"runbook-probe:{node.name}").remote(
-            self._bundle(), bundle_name(), payload, python, timeout, KILL_GRACE_S)
-        self._running.add(ref)
-        return ref
+            strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            actor = _actor_class().options(scheduling_strategy=strategy).remote(self._bundle(), bundle_name())
+            try:
+                where = self._get(node, node_id, actor.node_id.remote(), ACTOR_START_S)
+            except TimeoutError:
+                _kill(actor)
+                if _node_gone(node_id):
+                    self._dead[node_id] = _died(node, "died before its probe actor started")
+                    raise _Gone("unreachable", self._dead[node_id]) from None
+                raise _Gone("error", f"the probe actor on Ray node {node.name} did not start within"
+                                     f" {ACTOR_START_S:g}s (is the node overloaded? see `ray status`)"
+                            ) from None
+            if where != node_id:
+                _kill(actor)
+                raise _Gone("error", f"ran on the wrong node: {node.name} is {node_id[:12]}, its"
+                                     f" probe actor started on {str(where)[:12]}")
+            with self._lock:
+                self._actors[node_id] = actor
+            return actor
 
-    def _collect(self, node: Node, node_id: str, ref: Any, timeout: float, start: float) -> ProbeAnswer:
+    def _get(self, node: Node, node_id: str, ref: Any, wait: float) -> Any:
+        """ray.get; TimeoutError past `wait`; _Gone when the actor or its node is gone."""
         ray = _ray()
         try:
-            out = ray.get(ref, timeout=timeout + max(KILL_GRACE_S, 0.0) + SCHEDULING_SLACK_S)
+            return ray.get(ref, timeout=wait)
         except ray.exceptions.GetTimeoutError:
-            return self._timed_out(node, node_id, ref, timeout, start)
+            raise TimeoutError from None
         except ray.exceptions.RayError as exc:
-            return _failure(node, exc, time.monotonic() - start)
+            self._forget(node_id)
+            gone = _failure(node, node_id, exc)
+            if gone.status == "unreachable":
+                self._dead[node_id] = str(gone)
+            raise gone from None
+
+    def _forget(self, node_id: str) -> Any:
+        with self._lock:
+            return self._actors.pop(node_id, None)
+
+    def _timed_out(self, node: Node, node_id: str, timeout: float, start: float) -> ProbeAnswer:
+        """No answer from the actor at all (it kills a hung probe itself): drop the actor, and
+        tell a dead node from a stuck call."""
+        actor = self._forget(node_id)
+        if actor is not None:
+            _kill(actor)
         elapsed = time.monotonic() - start
-        if out.get("node_id") != node_id:
-            return ProbeAnswer("error", error=f"ran on the wrong node: {node.name} is {node_id[:12]},"
-                               f" the task ran on {str(out.get('node_id'))[:12]}", duration_s=elapsed)
-        if out.get("error"):
-            return ProbeAnswer("error", error=str(out["error"]), duration_s=elapsed)
-        if out.get("timed_out"):
-            return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer within {timeout:g}s;"
-                                      " the check's processes were killed"}, duration_s=elapsed)
-        return parse_answer(out["stdout"], out["stderr"], out["returncode"], elapsed)
-
-    def _timed_out(self, node: Node, node_id: str, ref: Any, timeout: float, start: float) -> ProbeAnswer:
-        ray = _ray()
-        with contextlib.suppress(Exception):  # the task may have finished, or its worker be gone
-            ray.cancel(ref, force=True)
-        elapsed = time.monotonic() - start
-        if not _is_alive(node_id):
-            return ProbeAnswer("unreachable", error=f"Ray node {node.name} is no longer alive",
-                               duration_s=elapsed)
-        return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer from the Ray task within"
-                                  f" {elapsed:.1f}s (check timeout {timeout:g}s); the task was cancelled"},
-                           duration_s=elapsed)
+        if _node_gone(node_id):
+            self._dead[node_id] = _died(node, "stopped answering during the check")
+            return ProbeAnswer("unreachable", error=self._dead[node_id], duration_s=elapsed)
+        return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer from the node's probe actor"
+                                  f" within {elapsed:.1f}s (check timeout {timeout:g}s); the actor was"
+                                  " killed, the next check starts a fresh one"}, duration_s=elapsed)
 
 
-def _is_alive(node_id: str) -> bool:
+def _answer(out: dict[str, Any], timeout: float, elapsed: float) -> ProbeAnswer:
+    """What the actor sent back, as a ProbeAnswer."""
+    if out.get("error"):
+        return ProbeAnswer("error", error=str(out["error"]), duration_s=elapsed)
+    if out.get("timed_out"):
+        return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer within {timeout:g}s;"
+                                  " the check's processes were killed"}, duration_s=elapsed)
+    return parse_answer(out.get("stdout") or b"", out.get("stderr") or b"", out.get("returncode"), elapsed)
+
+
+def _kill(actor: Any) -> None:
+    with contextlib.suppress(Exception):  # it may be gone already
+        _ray().kill(actor)
+
+
+def _node_gone(node_id: str) -> bool:
+    """Dead for the cluster, or its raylet no longer accepts connections: the cluster's health
+    checks take many seconds to notice a raylet that was killed, its port is closed at once."""
     try:
-        return node_id in {info["NodeID"] for info in _alive_nodes()}
+        info = next((n for n in _ray().nodes() if n["NodeID"] == node_id), None)
     except Exception:  # cannot ask the cluster: do not claim the node is gone
+        return False
+    if info is None or not info.get("Alive"):
         return True
+    try:
+        socket.create_connection((info["NodeManagerAddress"], int(info["NodeManagerPort"])),
+                                 timeout=CONNECT_CHECK_S).close()
+    except (OSError, KeyError, ValueError):
+        return True
+    return False
 
 
-# Ray errors that mean the node (or its worker) is gone, and how the report says it.
-_GONE = {
-    "TaskUnschedulableError": "is not alive in the Ray cluster any more",
-    "NodeDiedError": "died while running the check",
-    "WorkerCrashedError": "lost its Ray worker while running the check",
-    "LocalRayletDiedError": "cannot be reached: this machine's raylet died",
-}
+def _died(node: Node, what: str) -> str:
+    return (f"Ray node {node.name} {what}: its raylet is gone (the machine or Ray on it died; see"
+            " `ray status` and that node's /tmp/ray/session_latest/logs/raylet.out)")
 
 
-def _failure(node: Node, exc: BaseException, elapsed: float) -> ProbeAnswer:
-    """A Ray error: `unreachable` where the node or its worker is gone, else a one-line `error`."""
+def _failure(node: Node, node_id: str, exc: BaseException) -> _Gone:
+    """A Ray error: `unreachable` where the node is gone, else a one-line `error`."""
     ray = _ray()
     shown = exc.cause if isinstance(exc, ray.exceptions.RayTaskError) and exc.cause else exc
-    for name, phrase in _GONE.items():
-        gone = getattr(ray.exceptions, name, None)
-        if gone is not None and isinstance(shown, gone):
-            return ProbeAnswer("unreachable", error=f"Ray node {node.name} {phrase} ({name})",
-                               duration_s=elapsed)
-    return ProbeAnswer("error", error=f"Ray task failed: {type(shown).__name__}: {_first_line(shown)}",
-                       duration_s=elapsed)
+    deadline = time.monotonic() + NODE_DEATH_WAIT_S
+    while True:  # a dead actor often comes before the cluster's word that its node is dead
+        if _node_gone(node_id):
+            return _Gone("unreachable", _died(node, "died" if isinstance(shown, ray.exceptions.RayActorError)
+                                              else "is not alive in the Ray cluster any more"))
+        if time.monotonic() >= deadline or not isinstance(shown, ray.exceptions.RayActorError):
+            break
+        time.sleep(0.2)
+    if isinstance(shown, getattr(ray.exceptions, "ActorUnschedulableError", ())):
+        return _Gone("unreachable", f"Ray cannot place the probe actor on node {node.name}"
+                                    f" ({_first_line(shown)}); see `ray status`")
+    if isinstance(shown, ray.exceptions.RayActorError):
+        return _Gone("error", f"the probe actor on Ray node {node.name} died: {_first_line(shown)}"
+                              " (the next check starts a fresh one)")
+    return _Gone("error", f"Ray call failed: {type(shown).__name__}: {_first_line(shown)}")
