@@ -18,13 +18,8 @@ _warned: set[str] = set()  # files already named in this process
 
 def warn_unloaded(library: Library, out: TextIO | None = None) -> None:
     """Name each runbook file on the search path that is not in the library."""
-    loaded = {result.path for result in library.by_id.values()}
-    for result in library.results:
-        if result.path not in loaded and result.problems:
-            _warn(result.path, [str(p) for p in result.problems], out)
-    for problem in library.problems:  # a duplicate id: the later file is left out
-        if problem.path == ("id",) and problem.file not in loaded:
-            _warn(problem.file, [str(problem)], out)
+    for file, problems in library.unloaded():  # broken, or a duplicate id (the later file)
+        _warn(file, [str(p) for p in problems], out)
 
 
 def warn_unloaded_articles(kb: KnowledgeBase, out: TextIO | None = None) -> None:

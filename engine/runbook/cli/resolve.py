@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from runbook.cli.library_warnings import warn_unloaded
 from runbook.format.model import Runbook
 from runbook.format.problems import did_you_mean
-from runbook.library.runbooks import Library, load_library
+from runbook.library.lazy import open_library
+from runbook.library.runbooks import Library
 from runbook.versions.rules import parse_semver
 
 _DIGEST = re.compile(r"sha256:[0-9a-fA-F]{8,64}")
@@ -62,7 +63,7 @@ def find_runbook(name: str, library: Library | None = None) -> Runbook | None:
     except PinError as exc:
         print(f"runbook: {exc}", file=sys.stderr)
         return None
-    library = library or load_library()
+    library = library or open_library()
     warn_unloaded(library)
     runbook = library.get(ref.id)
     loaded = library.by_id.get(ref.id)
@@ -76,10 +77,10 @@ def find_runbook(name: str, library: Library | None = None) -> Runbook | None:
             return runbook
         print(f"runbook: {pin_mismatch(ref, runbook)}", file=sys.stderr)
         return None
-    broken = [r for r in library.results if r.runbook is None and ref.id in r.path]
+    broken = [problems for file, problems in library.failed() if ref.id in file]
     if broken:
         print(f"runbook: {ref.id}: the file has problems:", file=sys.stderr)
-        for problem in broken[0].problems:
+        for problem in broken[0]:
             print(f"  {problem}", file=sys.stderr)
         return None
     print(f"runbook: no runbook named {ref.id!r}{did_you_mean(ref.id, library.by_id)}"

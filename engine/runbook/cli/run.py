@@ -93,10 +93,10 @@ def _plan(args: argparse.Namespace) -> Plan:
     from runbook.cli.params import ParamError, parse_sets
     from runbook.cli.resolve import find_runbook
     from runbook.cli.targets import nodes_from_args
-    from runbook.library.runbooks import load_library
+    from runbook.library.lazy import open_library
     from runbook.run.nodes import NodeSpecError
 
-    library = load_library()
+    library = open_library()  # loads only the runbooks the walk reaches
     runbook = find_runbook(args.id, library)
     if runbook is None:
         raise UsageError("")

@@ -13,11 +13,11 @@ SNIPPET_COLUMNS = 150  # display columns of a snippet in text output (CJK charac
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.library_warnings import warn_unloaded, warn_unloaded_articles
     from runbook.library.kb import load_kb
-    from runbook.library.runbooks import load_library
+    from runbook.library.lazy import open_library
     from runbook.library.search import SCHEMA, search
 
     query = " ".join(args.query)
-    library, kb = load_library(), load_kb()
+    library, kb = open_library(), load_kb()
     warn_unloaded(library)
     warn_unloaded_articles(kb)
     results = search(query, library, kb, args.lang, args.top)

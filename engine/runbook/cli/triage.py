@@ -19,7 +19,7 @@ LINE_WIDTH = 150
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.library_warnings import warn_unloaded
     from runbook.library.kb import load_kb
-    from runbook.library.runbooks import load_library
+    from runbook.library.lazy import open_library
     from runbook.triage.logstream import LogSourceError
     from runbook.triage.result import triage_sources
     from runbook.triage.sources import SourceError, expand_inputs
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     except SourceError as exc:
         print(f"runbook triage: {exc}", file=sys.stderr)
         return 2
-    library = load_library()
+    library = open_library()  # signatures from the index; a runbook is loaded when it matched
     warn_unloaded(library)
     try:
         result = triage_sources(library, load_kb(), sources,

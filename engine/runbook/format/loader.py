@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -115,14 +117,27 @@ def parse_duration(value: Any) -> float:
 
 def load_file(path: str | Path) -> LoadResult:
     """Load and check one runbook file. Cross-runbook references are checked by the library."""
+    source = read_source(path)
+    if isinstance(source, LoadResult):
+        return source
+    text, raw = source
+    return load_text(text, str(path), digest=file_digest(raw))
+
+
+def read_source(path: str | Path) -> tuple[str, bytes] | LoadResult:
+    """The text and bytes of a runbook file, or the failed result of one that cannot be read."""
     shown = str(path)
     try:
-        text, raw = read_text(path)
+        return read_text(path)
     except OSError as exc:
         return _failed(shown, (1, 1), (), f"cannot read file: {exc.strerror or exc}")
     except LimitError as exc:
         return _failed(shown, (exc.line, exc.column), (), exc.message)
-    return load_text(text, shown, digest="sha256:" + hashlib.sha256(raw).hexdigest())
+
+
+def file_digest(raw: bytes) -> str:
+    """What a runbook's `digest` is: the sha256 of its file's bytes."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
 def _failed(file: str, where: tuple[int, int], path: DocPath, message: str) -> LoadResult:
@@ -156,6 +171,91 @@ def load_text(text: str, file: str, digest: str = "") -> LoadResult:
     checker.check_todo_markers(data, ())
     checker.problems.sort(key=lambda p: (p.line, p.column))
     return LoadResult(file, runbook, checker.compiled, checker.problems, data, positions)
+
+
+# ---- a loaded file as plain data, for the load cache (library/cache.py) ----
+
+
+def snapshot(result: LoadResult) -> tuple[Any, ...]:
+    """What `restore` needs to give this result again without parsing or checking: plain data
+    only (marshal writes it; ValueError there for a YAML value it cannot hold, e.g. a date).
+    The positions are kept apart (`positions_snapshot`): only a problem being reported reads them."""
+    return (result.runbook is not None, result.data,
+            [(p.line, p.column, p.path, p.message, p.severity) for p in result.problems])
+
+
+def positions_snapshot(result: LoadResult) -> tuple[Any, ...]:
+    """The positions of a loaded file as plain data; `()` for a file that did not parse."""
+    positions = result.positions
+    return (positions.values, positions.keys) if positions is not None else ()
+
+
+def restore_positions(plain: Any) -> Positions | None:
+    """The Positions `positions_snapshot` took (None for `()`); ValueError when `plain` is not
+    that (a missing entry too: None is not a snapshot)."""
+    if plain == ():
+        return None
+    values, keys = plain
+    if not (isinstance(values, dict) and isinstance(keys, dict)):
+        raise ValueError("not positions")
+    return Positions(values, keys)
+
+
+def restore(plain: Any, file: str, digest: str,
+            positions: Callable[[], Positions | None]) -> LoadResult | None:
+    """The result `snapshot` took of `file`, or None when `plain` is not one. `positions` gives
+    the file's positions when something first asks for them."""
+    try:
+        built, data, found = plain
+        problems = [Problem(file, int(line), int(col), tuple(path), str(message), str(severity))
+                    for line, col, path, message, severity in found]
+        runbook = _build(data, file, digest) if built else None
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError):
+        return None
+    compiled = _LazyCompiled(file, data) if runbook is not None else Compiled()
+    result = _Restored(file, runbook, compiled, problems, data)
+    result.positions_from = positions
+    return result
+
+
+class _Restored(LoadResult):
+    """A LoadResult from the cache: its positions are read when a problem first needs them."""
+
+    positions_from: Callable[[], Positions | None] | None = None
+
+    @property  # type: ignore[override]
+    def positions(self) -> Positions | None:
+        read = self.positions_from
+        if read is not None:
+            self.__dict__["_positions"] = read()
+            self.positions_from = None
+        return self.__dict__.get("_positions")
+
+    @positions.setter
+    def positions(self, value: Positions | None) -> None:
+        self.__dict__["_positions"] = value
+
+
+class _LazyCompiled(Compiled):
+    """The Compiled of a result restored from the cache: its expressions are compiled on first
+    use, so a command that loads a runbook only to read it compiles nothing. A lock, as the
+    walk's threads may all ask at once."""
+
+    def __init__(self, file: str, data: Any) -> None:
+        self.__dict__.update(_source=(file, data), _lock=threading.Lock())
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "_lock" not in self.__dict__:
+            raise AttributeError(name)
+        with self.__dict__["_lock"]:
+            source = self.__dict__.pop("_source", None)
+            if source is not None:
+                checker = _Checker(source[0], source[1], Positions())  # it passed every check once
+                checker.check_semantics()
+                self.__dict__.update(vars(checker.compiled))
+        if name in self.__dict__:
+            return self.__dict__[name]
+        raise AttributeError(name)
 
 
 class _Checker:

@@ -3,19 +3,28 @@
 Search path: each directory in $RUNBOOK_PATH (os.pathsep-separated), then
 `./runbooks`, then the built-in library (the clone's `runbooks/`, or the copy a wheel
 carries: see library/shipped.py). Test files (`*.tests.yaml`) live beside runbooks and are not runbooks.
+
+`load_library` loads and checks every file (from the load cache where it can: library/cache.py);
+`open_library` (library/lazy.py) loads a runbook only when it is asked for.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
-from runbook.format.loader import LoadResult, load_file
-from runbook.format.model import Runbook
+from runbook.format.loader import LoadResult
+from runbook.format.model import Runbook, Signature
 from runbook.format.problems import Problem, did_you_mean
+from runbook.library.cache import Store
+from runbook.library.index import step_patterns
+from runbook.library.loading import load_sources, read_sources
 from runbook.library.shipped import shipped_dir
+
+T = TypeVar("T")
 
 TEST_SUFFIX = ".tests.yaml"
 
@@ -61,24 +70,61 @@ class Library:
     def runbooks(self) -> list[Runbook]:
         return [r.runbook for r in self.by_id.values() if r.runbook is not None]
 
+    def signatures(self) -> list[tuple[str, str, Signature]]:
+        """(runbook id, file, signature) of every signature of every runbook, in library order."""
+        return [(r.id, r.path, s) for r in self.runbooks() for s in r.signatures]
 
-def load_library(paths: Iterable[Path] | None = None) -> Library:
+    def log_patterns(self) -> dict[tuple[str, str, str], str]:
+        """(runbook id, step id, pattern name) -> regex of every named pattern of every `log` step."""
+        return {(runbook.id, step.id, name): source
+                for runbook in self.runbooks() for step in runbook.steps.values()
+                for name, source in step_patterns(step).items()}
+
+    def unloaded(self) -> list[tuple[str, list[Problem]]]:
+        """(file, its problems) of each file on the search path whose runbook is not in the
+        library: it did not load, or its id is a duplicate (then the problem says so)."""
+        loaded = {result.path for result in self.by_id.values()}
+        out = [(r.path, list(r.problems)) for r in self.results if r.path not in loaded and r.problems]
+        out += [(p.file, [p]) for p in self.problems if p.path == ("id",) and p.file not in loaded]
+        return out
+
+    def failed(self) -> list[tuple[str, list[Problem]]]:
+        """(file, its problems) of each file that did not load."""
+        return [(r.path, list(r.problems)) for r in self.results if r.runbook is None]
+
+    def derived(self, name: str, compute: Callable[[], T], valid: Callable[[Any], bool]) -> T:
+        """What `compute` derives from the whole library (`name` names it): an indexed library
+        keeps it in the load cache; this one just computes it."""
+        return compute()
+
+
+def load_library(paths: Iterable[Path] | None = None, store: Store | None = None) -> Library:
+    """Every runbook on the search path (or under `paths`), each checked, with every problem,
+    cross-references between runbooks included. Files come from the load cache when it has them."""
+    files = runbook_files(search_path() if paths is None else paths)
+    results = load_sources(read_sources(files), store or Store())
+    return assemble(results)
+
+
+def assemble(results: Iterable[LoadResult]) -> Library:
+    """A library of loaded files, in search-path order: the first file of an id wins."""
     library = Library()
-    for file in runbook_files(search_path() if paths is None else paths):
-        result = load_file(file)
+    for result in results:
         library.results.append(result)
         library.problems.extend(result.problems)
         if result.runbook is None:
             continue
         rid = result.runbook.id
         if rid in library.by_id:
-            library.problems.append(Problem(str(file), 1, 1, ("id",),
-                                            f"runbook id {rid!r} is also defined in "
-                                            f"{library.by_id[rid].path}"))
+            library.problems.append(duplicate_problem(result.path, rid, library.by_id[rid].path))
             continue
         library.by_id[rid] = result
     _check_cross_references(library)
     return library
+
+
+def duplicate_problem(file: str, rid: str, first: str) -> Problem:
+    return Problem(file, 1, 1, ("id",), f"runbook id {rid!r} is also defined in {first}")
 
 
 def _check_cross_references(library: Library) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,15 +127,23 @@ def _lines(text: str) -> list[str]:
     return out
 
 
+Counted = dict[str, dict[str, dict[str, int]]]  # index part -> field name -> term -> count
+
+
 class SearchIndex:
     """Every item, indexed once per language and once for what both languages share."""
 
-    def __init__(self, items: list[Item]) -> None:
+    def __init__(self, items: list[Item], counted: list[Counted] | None = None) -> None:
+        """`counted`: the terms of the first items' fields, already counted (`_runbook_part`)."""
         self.items = items
         self.indexes = {part: Index(WEIGHTS) for part in (*LANGS, "any")}
-        for item in items:
+        counted = counted or []
+        for i, item in enumerate(items):
             for part, index in self.indexes.items():
-                index.add(item.fields.get(part, []))
+                if i < len(counted):
+                    _add_counted(index, counted[i].get(part, {}))
+                else:
+                    index.add(item.fields.get(part, []))
 
     def search(self, query: str, lang: str = "en", top: int = 10) -> list[Result]:
         """The `top` best items for `query`, titles in `lang`."""
@@ -175,6 +184,15 @@ class SearchIndex:
         return "", lang
 
 
+def _add_counted(index: Index, doc: dict[str, dict[str, int]]) -> None:
+    """`Index.add` of a document whose fields' terms are already counted."""
+    lengths = {name: sum(counts.values()) for name, counts in doc.items()}
+    index.docs.append({name: Counter(counts) for name, counts in doc.items()})
+    index.lengths.append(lengths)
+    index.totals.update(lengths)
+    index.df.update({term for counts in doc.values() for term in counts})
+
+
 def _is_cjk(ch: str) -> bool:
     return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
 
@@ -191,10 +209,45 @@ def _window(line: str, weights: dict[str, float]) -> str:
 
 
 def build_index(library: Library, kb: KnowledgeBase) -> SearchIndex:
-    """An index of every runbook in `library` and every article in `kb`."""
-    items = [runbook_item(r) for r in sorted(library.runbooks(), key=lambda r: r.id)]
+    """An index of every runbook in `library` and every article in `kb`. The runbooks' part
+    (their items with every field's terms counted) is derived once per library content and kept
+    in the load cache, so a search reads it instead of loading every runbook."""
+    part = library.derived("search-runbook-items", lambda: _runbook_part(library), _is_part)
+    items = [Item(kind, rid, titles, {}, lines, paths) for kind, rid, titles, lines, paths, _ in part]
     items += [article_item(slug, versions) for slug, versions in sorted(kb.articles.items())]
-    return SearchIndex(items)
+    return SearchIndex(items, [counted for *_, counted in part])
+
+
+RunbookPart = list[tuple[str, str, dict[str, str], dict[str, list[str]], dict[str, str], Counted]]
+
+
+def _runbook_part(library: Library) -> RunbookPart:
+    """(kind, id, titles, lines, paths, counted fields per index part) of every runbook: plain data."""
+    out: RunbookPart = []
+    for runbook in sorted(library.runbooks(), key=lambda r: r.id):
+        item = runbook_item(runbook)
+        counted = {part: {name: dict(counts) for name, counts in _counted(item.fields.get(part, [])).items()}
+                   for part in (*LANGS, "any")}
+        out.append((item.kind, item.id, item.titles, item.lines, item.paths, counted))
+    return out
+
+
+def _counted(fields: list[tuple[str, str]]) -> dict[str, Counter[str]]:
+    """What `Index.add` counts of a document: the terms of each field."""
+    doc: dict[str, Counter[str]] = {}
+    for name, text in fields:
+        doc.setdefault(name, Counter()).update(terms(text))
+    return doc
+
+
+def _is_part(value: Any) -> bool:
+    """Whether a value kept in the load cache is what `_runbook_part` returns."""
+    try:
+        return isinstance(value, list) and all(
+            len(entry) == 6 and all(isinstance(x, dict) for x in (entry[2], entry[3], entry[4], entry[5]))
+            for entry in value)
+    except TypeError:
+        return False
 
 
 def search(query: str, library: Library, kb: KnowledgeBase, lang: str = "en",

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from runbook.format.model import Conclusion, Runbook, Step
+from runbook.library.index import step_patterns
 from runbook.library.runbooks import Library
 from runbook.library.textindex import terms
 
@@ -29,21 +30,9 @@ STOP_WORDS = frozenset({
     "one", "two"})
 
 
-def step_patterns(step: Step) -> dict[str, str]:
-    """The literal named regexes of a `log` check step (templated ones left out)."""
-    patterns = step.check.with_.get("patterns") if step.check.type == "log" else None
-    if not isinstance(patterns, dict):
-        return {}
-    return {name: source for name, source in patterns.items()
-            if isinstance(name, str) and isinstance(source, str) and "{{" not in source
-            and "{%" not in source}
-
-
 def log_patterns(library: Library) -> dict[PatternKey, str]:
-    """Every named pattern of every log-reading step in the library."""
-    return {(runbook.id, step.id, name): source
-            for runbook in library.runbooks() for step in runbook.steps.values()
-            for name, source in step_patterns(step).items()}
+    """Every named pattern of every log-reading step in the library (from its index)."""
+    return library.log_patterns()
 
 
 class TaxonomyResolver:
@@ -99,7 +88,7 @@ class TaxonomyResolver:
         if not words:
             return 0.0
         if self._idf is None:
-            self._idf = _idf(self.library)
+            self._idf = self.library.derived("triage-conclusion-idf", lambda: _idf(self.library), _is_idf)
         title, body = _words(conclusion)
         return sum(self._idf.get(w, 0.0) * (2.0 if w in title else 1.0) for w in words & (title | body))
 
@@ -174,6 +163,12 @@ def _idf(library: Library) -> dict[str, float]:
             for word in title | body:
                 counts[word] = counts.get(word, 0) + 1
     return {word: math.log(1 + total / n) for word, n in counts.items()}
+
+
+def _is_idf(value: object) -> bool:
+    """Whether a value kept in the load cache is what `_idf` returns."""
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, float)
+                                           for k, v in value.items())
 
 
 def _words(conclusion: Conclusion) -> tuple[frozenset[str], frozenset[str]]:

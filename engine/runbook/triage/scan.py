@@ -133,13 +133,12 @@ class Triage:
 
     def _compile(self) -> None:
         n = 0
-        for runbook in self.library.runbooks():
-            for signature in runbook.signatures:
-                pattern = self._pattern(signature.pattern, f"{runbook.path}: signature")
-                if pattern is not None:
-                    weight, generic = specificity(signature.pattern), is_generic(signature.pattern)
-                    pattern.signatures.append(_Compiled(n, runbook.id, signature, weight, generic))
-                    n += 1
+        for runbook_id, file, signature in self.library.signatures():  # from the index: nothing loaded
+            pattern = self._pattern(signature.pattern, f"{file}: signature")
+            if pattern is not None:
+                weight, generic = specificity(signature.pattern), is_generic(signature.pattern)
+                pattern.signatures.append(_Compiled(n, runbook_id, signature, weight, generic))
+                n += 1
         for key, source in log_patterns(self.library).items():
             pattern = self._pattern(source, None)
             if pattern is not None:
