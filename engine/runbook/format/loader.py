@@ -250,7 +250,7 @@ class _LazyCompiled(Compiled):
         with self.__dict__["_lock"]:
             source = self.__dict__.pop("_source", None)
             if source is not None:
-                checker = _Checker(source[0], source[1], Positions())  # it passed every check once
+                checker = _Checker(source[0], source[1], Positions(), compile_only=True)
                 checker.check_semantics()
                 self.__dict__.update(vars(checker.compiled))
         if name in self.__dict__:
@@ -261,11 +261,16 @@ class _LazyCompiled(Compiled):
 class _Checker:
     """Collects the problems of one parsed document."""
 
-    def __init__(self, file: str, data: dict[str, Any], positions: Positions) -> None:
+    def __init__(self, file: str, data: dict[str, Any], positions: Positions,
+                 compile_only: bool = False) -> None:
         self.file, self.data, self.positions = file, data, positions
         self.problems: list[Problem] = []
         self.compiled = Compiled()
         self.bad_targets = False  # a typo'd goto would also make its target look unreachable
+        # A document that passed every check once (restored from the load cache) is only
+        # compiled: the checks that compile nothing (parameters against each check's schema,
+        # taxonomy ids, reachability, texts) are skipped, and so is importing jsonschema.
+        self.compile_only = compile_only
 
     def add(self, path: DocPath, message: str, *, key: bool = False, severity: str = "error") -> None:
         line, col = self.positions.of(path, prefer_key=key)
@@ -385,9 +390,10 @@ class _Checker:
         for cid, conclusion in conclusions.items():
             if isinstance(conclusion, dict):
                 self._check_conclusion(cid, conclusion)
-        self._check_signatures(targets)
-        self._check_reachable(steps, conclusions, start)
-        self._check_texts(self.data, ())
+        if not self.compile_only:
+            self._check_signatures(targets)
+            self._check_reachable(steps, conclusions, start)
+            self._check_texts(self.data, ())
 
     def _check_signatures(self, targets: list[str]) -> None:
         signatures = self.data.get("signatures")
@@ -494,6 +500,8 @@ class _Checker:
 
     def _check_params_schema(self, path: DocPath, ctype: str, literal: dict[str, Any],
                              templated: set[str]) -> None:
+        if self.compile_only:
+            return
         from jsonschema import Draft202012Validator
 
         module = load_check(ctype)
@@ -543,9 +551,9 @@ class _Checker:
 
     def _check_conclusion(self, cid: str, conclusion: dict[str, Any]) -> None:
         base: DocPath = ("conclusions", cid)
-        known = taxonomy.load()
+        known = taxonomy.load() if not self.compile_only else {}
         ids = conclusion.get("taxonomy") if isinstance(conclusion.get("taxonomy"), list) else []
-        for i, tid in enumerate(ids):
+        for i, tid in enumerate(ids if not self.compile_only else []):
             if isinstance(tid, str) and tid not in known:  # other types: the schema's error
                 self.add((*base, "taxonomy", i), f"unknown taxonomy id {tid!r}"
                          f"{did_you_mean(str(tid), known)} (see taxonomy.yaml)")
