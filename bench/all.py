@@ -55,9 +55,39 @@ def scale_rows(doc: dict[str, Any]) -> list[Row]:
              f"{run['text_lines']} text lines", None)]
 
 
+def ray_rows(doc: dict[str, Any]) -> list[Row]:
+    biggest = max(p["nodes"] for p in doc["points"])
+    at = {p["executor"]: p for p in doc["points"] if p["nodes"] == biggest}
+    rows: list[Row] = []
+    for executor in ("ray", "ssh"):
+        point = at.get(executor)
+        if point is None or point.get("error"):
+            rows.append((f"{executor} at {biggest} nodes", "FAILED", (point or {}).get("error") or "", False))
+            continue
+        rows.append((f"{executor}, {biggest} nodes, fanout-5: wall / client CPU",
+                     f"{point['wall_s']:.2f} / {point['cpu_s']:.2f} s", "", None))
+    cpu = (doc.get("projection") or {}).get("ray_cpu_s") or {}
+    if cpu.get("at") is not None:
+        rows.append(("  Ray, 2,000 nodes projected: client CPU", f"{cpu['at']:.1f} s", "see README", None))
+    return rows
+
+
+def library_rows(doc: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for command, verdict in doc["goals"].items():
+        warm = doc["times"][command]["library warm"]["wall"]
+        base = doc["times"][command]["builtin warm"]["wall"]
+        figure = f"{command}, {doc['runbooks']:,} runbooks on RUNBOOK_PATH, warm"
+        value = f"{warm:.2f} s" if command == "lint" else f"{verdict['ratio']}x ({warm:.2f} / {base:.2f} s)"
+        rows.append((figure, value, verdict["goal"], verdict["met"]))
+    return rows
+
+
 BENCHES = [
     Bench("startup", [PYTHON, "bench/startup.py", "--runs", "10", "--json"], startup_rows, 300),
     Bench("scale", [PYTHON, "bench/scale.py", "--nodes", "10000", "--json"], scale_rows, 600),
+    Bench("library", [PYTHON, "bench/library.py", "--runbooks", "1000", "--json"], library_rows, 900),
+    Bench("ray", [PYTHON, "bench/ray_fanout.py", "--nodes", "4", "--repeat", "1", "--json"], ray_rows, 900),
 ]
 
 
