@@ -715,8 +715,10 @@ class _LazyTemplate:
     def render(self, **variables: Any) -> str:
         if self._template is None:
             self._template = self.env.from_string(self.source)
+        # As in Expression.evaluate: a bare Context over the variables, not Jinja's copy of them.
+        context = Context(self.env, variables, None, _NO_BLOCKS)
         with _bounded():
-            return str(self._template.render(**variables))
+            return str(self.env.concat(self._template.root_render_func(context)))
 
 
 class _ShellTemplate:
