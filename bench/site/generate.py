@@ -165,7 +165,9 @@ def runbook_doc(words: Words, rid: str, plan: Plan) -> dict[str, Any]:
         "tags": sorted({rid.split("-")[1], *rng.sample(["hang", "gpu", "nccl", "oom", "ray", "data",
                                                          "checkpoint", "network", "slow"], 2)}),
         "symptoms": [words.pair(V.SYMPTOMS) for _ in range(rng.randint(1, 6))],
-        "signatures": [{"pattern": p, "goto": steps[min(i, n_steps - 1)]} for i, p in
+        # Each signature names the failure its line shows (lint warns otherwise); no extra rng draw.
+        "signatures": [{"pattern": p, "goto": steps[min(i, n_steps - 1)],
+                        "conclusion": conclusions[min(i, n_conclusions - 1)]} for i, p in
                        enumerate(rng.sample(_SIGNATURES, rng.randint(0, 3)))],
         "params": PARAMS, "start": steps[0],
         "steps": step_docs(words, steps, conclusions, plan),

@@ -9,11 +9,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common(build)
     build.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
     serve = actions.add_parser("serve", help="build the site, then preview it on http://127.0.0.1:PORT/",
-                               description="Build the site into DIR, then serve it for a preview.")
+                               description="Build the site into DIR, then serve it for a preview: a "
+                                           "saved runbook or article rebuilds only the pages it "
+                                           "changes, and the open page reloads itself.")
     _common(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    serve.add_argument("--no-build", action="store_true", help="serve DIR as it is")
+    serve.add_argument("--no-build", action="store_true", help="serve DIR as it is (no rebuild on save)")
+    serve.add_argument("--no-watch", action="store_true",
+                       help="do not watch the runbooks and kb for saved files (no rebuild, no page reload)")
     serve.add_argument("--no-search", action="store_true", help="skip the Pagefind search index")
 
 

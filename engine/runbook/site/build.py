@@ -1,15 +1,17 @@
 """`runbook site build`: runbooks + knowledge base + check registry -> a static site in DIR.
 
 Pages are rendered with the theme's Jinja2 templates (autoescaped), Markdown with
-markdown-it (raw HTML off), flowcharts as inline SVG; then Pagefind indexes the
-HTML so the site can be searched offline, in English and Chinese.
+markdown-it (raw HTML off), flowcharts as inline SVG, in forked workers on a big site;
+then Pagefind indexes the HTML so the site can be searched offline, in English and Chinese.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -26,7 +28,7 @@ from runbook.format.problems import Problem, errors
 from runbook.run.redact import Redactor
 from runbook.site import pages as P
 from runbook.site.flowchart import flowchart_svg
-from runbook.site.markdown import MarkdownRenderer
+from runbook.site.markdown import MarkdownRenderer, Rendered
 from runbook.site.theme import Theme
 from runbook.site.triage_export import write as write_triage_data
 
@@ -74,10 +76,7 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     _clear(out)
     pages = P.all_pages(content)
     _render_all(pages, content, theme, out)
-    for source in theme.static_files():
-        target = out / "static" / source.relative_to(theme.root / "static")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+    copy_static(theme, out)
     write_triage_data(content.runbooks, out)  # what the triage page matches logs with
     rendered = time.perf_counter()
     error = index_for_search(out) if search else "not built (--no-search)"
@@ -85,54 +84,20 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     return BuildResult(out, len(pages), done - begin, done - rendered, error)
 
 
-# Set just before forking the render workers; they inherit it instead of unpickling it.
-_JOB: tuple[list[P.Page], P.Content, Theme, Path] | None = None
-
-
-def _render_all(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
-    """Render every page; on a big site, split the pages over forked processes (one per core)."""
-    global _JOB
-    workers = int(os.environ.get("RUNBOOK_SITE_JOBS") or min(os.cpu_count() or 1, 8))
-    if workers <= 1 or len(pages) < 200 or "fork" not in multiprocessing.get_all_start_methods():
-        _render_some(pages, content, theme, out)
-        return
-    _JOB = (pages, content, theme, out)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            pool.map(_render_share, [(i, workers) for i in range(workers)])
-    finally:
-        _JOB = None
-
-
-def _render_share(share: tuple[int, int]) -> None:
-    assert _JOB is not None
-    pages, content, theme, out = _JOB
-    _render_some(pages[share[0]::share[1]], content, theme, out)
-
-
-def _render_some(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
-    redactor = Redactor()  # a runbook from a pull request may quote a real token
-    for page in pages:
-        html = redactor.credentials(render_page(page, content, theme))
-        target = out / page.path
+def copy_static(theme: Theme, out: Path) -> None:
+    for source in theme.static_files():
+        target = out / "static" / source.relative_to(theme.root / "static")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(html, "utf-8")
+        shutil.copyfile(source, target)
 
 
-def _clear(out: Path) -> None:
-    """Remove what an earlier build wrote (only our own top-level entries)."""
-    for name in (*LANGS, "static", "pagefind", "index.html", "404.html"):
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-
-
-def index_for_search(out: Path) -> str | None:
-    """Run Pagefind over the built HTML; return why it failed, or None."""
+def index_for_search(out: Path, bundle: Path | None = None) -> str | None:
+    """Run Pagefind's CLI over the built HTML (it indexes with every core); write the bundle to
+    `bundle` (default out/pagefind); return why it failed, or None."""
     command = [sys.executable, "-m", "pagefind", "--site", str(out),
                "--force-language", SEARCH_LANGUAGE, "--silent"]
+    if bundle is not None:
+        command += ["--output-path", str(bundle.resolve())]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -144,6 +109,73 @@ def index_for_search(out: Path) -> str | None:
             reason = "pagefind is not installed (pip install 'runbook[site]')"
         return reason
     return None
+
+
+# Set just before forking the render workers; they inherit it instead of unpickling it.
+_JOB: tuple[list[P.Page], P.Content, Theme, Path] | None = None
+CHUNK = 8  # pages per render task
+
+
+def _render_all(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
+    """Render every page; on a big site, split the pages over forked processes (one per core)."""
+    global _JOB
+    workers = int(os.environ.get("RUNBOOK_SITE_JOBS") or min(os.cpu_count() or 1, 8))
+    if workers <= 1 or len(pages) < 200 or "fork" not in multiprocessing.get_all_start_methods():
+        render_pages(pages, content, theme, out)
+        return
+    _JOB = (pages, content, theme, out)
+    # Small tasks handed out as workers free up: the cores stay even.
+    tasks = [list(range(i, min(i + CHUNK, len(pages)))) for i in range(0, len(pages), CHUNK)]
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+    try:
+        for _ in pool.imap_unordered(_render_indices, tasks):
+            pass
+        pool.close()  # not terminate(): a worker killed holding the queue's lock hangs the others
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        _JOB = None
+
+
+def _worker_init() -> None:
+    # The CLI's SIGTERM handler raises KeyboardInterrupt; a worker must just die on terminate().
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _render_indices(indices: list[int]) -> None:
+    assert _JOB is not None
+    pages, content, theme, out = _JOB
+    render_pages([pages[i] for i in indices], content, theme, out)
+
+
+def render_pages(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
+    """Render and write pages in this process."""
+    redactor = _redactor()
+    made: set[Path] = set()
+    for page in pages:
+        html = redactor.credentials(render_page(page, content, theme))
+        target = out / page.path
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.write_text(html, "utf-8")
+
+
+@functools.cache
+def _redactor() -> Redactor:
+    return Redactor()  # a runbook from a pull request may quote a real token
+
+
+def _clear(out: Path) -> None:
+    """Remove what an earlier build wrote (only our own top-level entries)."""
+    for name in (*LANGS, "static", "pagefind", "index.html", "404.html"):
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
 
 
 # -- rendering --
@@ -171,8 +203,8 @@ def _helpers(page: P.Page, content: P.Content, theme: Theme, lang: str) -> dict[
         "page": page, "lang": lang, "content": content,
         "t": lambda key: strings[key], "strings": strings, "all_strings": theme.strings,
         "text": text,
-        "md": lambda value: Markup(renderer.render(text(value)).html),
-        "mdi": lambda value: Markup(renderer.render_inline(text(value))),
+        "md": lambda value: Markup(_markdown(page, "block", text(value), content, renderer.render).html),
+        "mdi": lambda value: Markup(_markdown(page, "inline", text(value), content, renderer.render_inline)),
         "href": page.href,
         "root": page.href(""),
         "other_lang": next(x for x in LANGS if x != lang),
@@ -185,8 +217,7 @@ def _helpers(page: P.Page, content: P.Content, theme: Theme, lang: str) -> dict[
         "link_href": lambda link: _see_also_href(page, lang, link),
         "categories": taxonomy.load(),
         "runbooks": content.runbooks,
-        "articles": {slug: v.get(lang) or next(iter(v.values())) for slug, v in
-                     sorted(content.kb.articles.items())},
+        "articles": content.articles_in(lang),
     }
 
 
@@ -205,7 +236,7 @@ def _content_href(page: P.Page, lang: str, kind: str, target: str, anchor: str) 
 def _runbook_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
     rb: Runbook = page.context["runbook"]
     lang = h["lang"]
-    by_id = {other.id: other for other in content.runbooks}
+    by_id = content.by_id
 
     def handover_href(rid: str, step: str) -> str:
         # `other:start` names the other runbook's first step, whatever it is called.
@@ -247,8 +278,7 @@ def _article_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dic
     slug = page.context["slug"]
     versions = content.kb.articles[slug]
     article = versions.get(h["lang"]) or next(iter(versions.values()))
-    rendered = MarkdownRenderer(lambda kind, target, fragment: _content_href(
-        page, h["lang"], kind, target, fragment)).render(article.body)
+    rendered = _article_body(page, h["lang"], article.body, content)
     return {
         "article": article,
         "body": Markup(rendered.html),
@@ -257,6 +287,23 @@ def _article_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dic
         "edit_url": content.edit_url(article.path),
         "fallback_language": article.lang != h["lang"],
     }
+
+
+def _article_body(page: P.Page, lang: str, body: str, content: P.Content) -> Rendered:
+    renderer = MarkdownRenderer(lambda kind, target, anchor: _content_href(page, lang, kind, target, anchor))
+    return _markdown(page, "article", body, content, renderer.render)
+
+
+def _markdown(page: P.Page, kind: str, source: str, content: P.Content, render: Callable[[str], Any]) -> Any:
+    """`render(source)` for this page; remembered where `content` keeps a cache (`site serve`:
+    a saved runbook renders the pages that list it again, not every text on them)."""
+    cache = content.markdown_cache
+    if cache is None:
+        return render(source)
+    key = (page.path, kind, source)  # links in the text resolve relative to the page
+    if key not in cache:
+        cache[key] = render(source)
+    return cache[key]
 
 
 def _symptoms_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:

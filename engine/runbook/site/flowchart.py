@@ -119,7 +119,7 @@ def _char_width(ch: str) -> int:
 
 
 def _width(text: str) -> int:
-    return sum(map(_char_width, text))
+    return len(text) if text.isascii() else sum(map(_char_width, text))
 
 
 def _prefix(text: str, cols: int) -> str:
@@ -169,20 +169,26 @@ def wrap(text: str, cols: int, max_lines: int) -> list[str]:
     Lines are balanced: the narrowest measure that needs no more lines wins, so a title does not
     end in one lonely word or character.
     """
-    lines = _greedy(text, cols)
+    return list(_wrap(text, cols, max_lines))
+
+
+@lru_cache(maxsize=16384)
+def _wrap(text: str, cols: int, max_lines: int) -> tuple[str, ...]:
+    tokens = _tokens(text)  # once: the balancing below tries up to a third of `cols` measures
+    lines = _greedy(tokens, cols)
     if len(lines) <= max_lines:
         for narrower in range(cols - 1, cols * 2 // 3, -1):
-            tighter = _greedy(text, narrower)
+            tighter = _greedy(tokens, narrower)
             if len(tighter) > len(lines):
                 break
             lines = tighter
-    return _truncate(lines, cols, max_lines)
+    return tuple(_truncate(lines, cols, max_lines))
 
 
-def _greedy(text: str, cols: int) -> list[str]:
+def _greedy(tokens: list[str], cols: int) -> list[str]:
     lines: list[str] = []
     line, used, space = "", 0, False
-    for token in _tokens(text):
+    for token in tokens:
         if token == " ":
             space = bool(line)
             continue
@@ -218,18 +224,19 @@ def _truncate(lines: list[str], cols: int, max_lines: int) -> list[str]:
 
 def _clean(text: str) -> str:
     """Text safe to put in XML: escaped by the caller, but control characters XML forbids go here."""
-    return _XML_INVALID.sub("", text)
+    return text if text.isprintable() else _XML_INVALID.sub("", text)
 
 
 def _attr(value: str) -> str:
     """A double-quoted, escaped XML attribute value."""
-    return '"' + escape(_clean(value), {'"': "&quot;", "\n": "&#10;", "\t": "&#9;"}) + '"'
+    return '"' + _text(value).replace('"', "&quot;").replace("\n", "&#10;").replace("\t", "&#9;") + '"'
 
 
 def _text(value: str) -> str:
     return escape(_clean(value))
 
 
+@lru_cache(maxsize=65536)
 def _num(value: float) -> str:
     """Coordinates with one decimal, `-0` and trailing zeros removed: stable, short output."""
     text = f"{round(value, 1) + 0.0:.1f}".rstrip("0").rstrip(".")
@@ -259,9 +266,8 @@ class _Item:
     down: list[tuple[_Item, float]] = field(default_factory=list)
     pos: int = 0  # index in its rank
 
-    @property
-    def is_node(self) -> bool:
-        return self.kind not in ("label", "bend")
+    def __post_init__(self) -> None:
+        self.is_node = self.kind not in ("label", "bend")  # read very often while placing: a plain field
 
     @property
     def box_x(self) -> float:
@@ -549,9 +555,14 @@ def _place_row(row: list[_Item], wanted: list[float], weights: list[float]) -> N
 
 def _pull(item: _Item, sides: list[list[tuple[_Item, float]]]) -> tuple[float, float]:
     """Where the neighbours (and, weakly, the middle at x=0) want `item`, and how hard they pull."""
-    pulls = [(other.x, weight) for side in sides for other, weight in side]
-    total = sum(weight for _, weight in pulls) + CENTER_PULL
-    return sum(x * weight for x, weight in pulls) / total, total
+    weights = 0.0
+    moment = 0.0
+    for side in sides:
+        for other, weight in side:
+            weights += weight
+            moment += other.x * weight
+    total = weights + CENTER_PULL
+    return moment / total, total
 
 
 def _place_x(ranks: list[list[_Item]]) -> None:
@@ -667,7 +678,8 @@ class _Canvas:
 
 def _tag(name: str, attrs: dict[str, str | float], body: str | None = None) -> str:
     """One element; every attribute value is escaped, numbers are written short."""
-    text = "".join(f" {key}={_attr(_num(value) if isinstance(value, float) else str(value))}"
+    # A number written by _num needs no escaping.
+    text = "".join(f' {key}="{_num(value)}"' if isinstance(value, float) else f" {key}={_attr(str(value))}"
                    for key, value in attrs.items())
     return f"<{name}{text}/>" if body is None else f"<{name}{text}>{body}</{name}>"
 

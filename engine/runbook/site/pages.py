@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from runbook.format import taxonomy
@@ -36,17 +36,22 @@ class Page:
     def href(self, target: str) -> str:
         """A relative link from this page to `target` (a path from the site root, maybe #anchor)."""
         target, _, anchor = target.partition("#")
-        here = posixpath.dirname(self.path) or "."
-        rel = posixpath.relpath(target or ".", here)
-        if (not target or target.endswith("/")) and not rel.endswith("/"):
-            rel += "/"
-        return rel + (f"#{anchor}" if anchor else "")
+        return _relative(target, posixpath.dirname(self.path) or ".") + (f"#{anchor}" if anchor else "")
 
     def other_language(self) -> str | None:
         if self.lang is None:
             return None
         other = next(lang for lang in LANGS if lang != self.lang)
         return other + self.path[len(self.lang):]
+
+
+@lru_cache(maxsize=65536)
+def _relative(target: str, here: str) -> str:
+    # A page links to the same targets many times (header, lists): relpath once each.
+    rel = posixpath.relpath(target or ".", here)
+    if (not target or target.endswith("/")) and not rel.endswith("/"):
+        rel += "/"
+    return rel
 
 
 def runbook_url(lang: str, runbook_id: str, anchor: str = "") -> str:
@@ -72,13 +77,20 @@ def format_url(lang: str, anchor: str = "") -> str:
 
 @dataclass
 class Content:
-    """Everything the site shows, loaded once."""
+    """Everything the site shows, loaded once. The cached properties are indexes over it:
+    whoever changes `runbooks` or `kb` calls `forget_indexes`."""
 
     runbooks: list[Runbook]
     kb: KnowledgeBase
     checks: list[CheckDoc]
     repo_url: str  # e.g. "https://github.com/org/runbook/blob/main"; "" hides the edit links
     source_path: Callable[[str], str]  # a file's path inside the repository, for edit links
+    # (page path, kind, Markdown) -> what it renders to; None: not kept (a one-off build)
+    markdown_cache: dict[tuple[str, str, str], Any] | None = None
+
+    def forget_indexes(self) -> None:
+        for name in ("by_id", "_articles_by_lang", "_links", "_handovers"):
+            self.__dict__.pop(name, None)
 
     def edit_url(self, file: str) -> str:
         return f"{self.repo_url.rstrip('/')}/{self.source_path(file)}" if self.repo_url else ""
@@ -93,6 +105,20 @@ class Content:
     def handovers_into(self, runbook_id: str) -> list[tuple[Runbook, Step]]:
         """Steps of other runbooks whose branches hand over to this one."""
         return self._handovers.get(runbook_id, [])
+
+    def articles_in(self, lang: str) -> dict[str, Article]:
+        """Every article by slug (sorted), in `lang` where it has that version."""
+        return self._articles_by_lang[lang]
+
+    @cached_property
+    def by_id(self) -> dict[str, Runbook]:
+        return {rb.id: rb for rb in self.runbooks}
+
+    @cached_property
+    def _articles_by_lang(self) -> dict[str, dict[str, Article]]:
+        # Every page's template gets these: built once per language, not once per page.
+        articles = sorted(self.kb.articles.items())
+        return {lang: {slug: v.get(lang) or next(iter(v.values())) for slug, v in articles} for lang in LANGS}
 
     @cached_property
     def _links(self) -> tuple[dict[str, list[str]], dict[str, list[Runbook]]]:

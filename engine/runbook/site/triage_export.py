@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,20 @@ def write(runbooks: list[Runbook], out: Path) -> Path:
 
 
 def _signature(rb: Runbook, signature: Signature) -> dict[str, Any]:
-    source, flags = to_javascript(signature.pattern)
     return {"runbook": rb.id, "conclusion": signature.conclusion, "role": signature.role,
-            "weight": specificity(signature.pattern), "generic": is_generic(signature.pattern),
-            "pattern": signature.pattern, "source": source, "flags": flags}
+            **_pattern(signature.pattern)}
+
+
+@lru_cache(maxsize=8192)
+def _pattern_fields(pattern: str) -> tuple[tuple[str, Any], ...]:
+    # Analysing a regex is the slow part; `site serve` writes this file again on every save.
+    source, flags = to_javascript(pattern)
+    return (("weight", specificity(pattern)), ("generic", is_generic(pattern)), ("pattern", pattern),
+            ("source", source), ("flags", flags))
+
+
+def _pattern(pattern: str) -> dict[str, Any]:
+    return dict(_pattern_fields(pattern))
 
 
 def _conclusion(rb: Runbook, conclusion_id: str) -> dict[str, Any]:
