@@ -169,3 +169,34 @@ def test_no_secret_survives_in_nested_json_data(data: st.DataObject) -> None:
         assert secret not in dumped, f"{secret!r} survived in {dumped}"
     assert redactor.data(once) == once
     json.loads(dumped)  # still JSON
+
+
+def _every_pattern(redactor: Redactor, text: str) -> str:
+    """The redactor's text rules with no substring guard in front of any pattern."""
+    from runbook.run import redact as r
+
+    for value in redactor.values:
+        text = text.replace(value, REDACTED)
+    text = r._PEM.sub(lambda m: m.group("begin") + REDACTED + (m.group("end") or ""), text)
+    text = r._URL_USERINFO.sub(r._url, text)
+    text = r._AUTH_HEADER.sub(lambda m: m.group("head") + REDACTED, text)
+    text = r._BEARER.sub(lambda m: m.group("kind") + REDACTED, text)
+    text = r._KNOWN_TOKENS.sub(lambda m: REDACTED, text)
+    text = r._ASSIGNMENT.sub(r._assignment, text)
+    return r._FLAG.sub(r._flag, text)
+
+
+FRAGMENTS = ["-----BEGIN RSA PRIVATE KEY-----\nMIIEow", "-----END RSA PRIVATE KEY-----", "https://",
+             "u:p4ss@host/", "@", "Authorization: Basic ", "AUTHORIZATION=", "Bearer ", "bearer ",
+             "AKIAABCDEFGHIJKLMNOP", "hf_" + "a" * 34, "ghp_" + "b" * 36, "sk-" + "c" * 24,
+             "eyJhbGciOi.eyJzdWIiOi.sig12345", "xoxb-123456789012", "ya29." + "d" * 24, "password=",
+             "--token ", " ", "\n", ":", "=", "-", "x", "key"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), SECRETS), max_size=12))
+def test_the_guards_before_each_pattern_change_nothing(parts: list[str]) -> None:
+    """A pattern is skipped only when the text lacks a literal it cannot match without."""
+    text = "".join(parts)
+    redactor = Redactor()
+    assert redactor.text(text) == _every_pattern(redactor, text)

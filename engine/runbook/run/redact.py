@@ -89,6 +89,9 @@ _KNOWN_TOKENS = re.compile(
     r"|xox[abprs]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}"  # Slack, OpenAI-style keys
     r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"  # JWTs
     r")(?![A-Za-z0-9])")
+# What every _KNOWN_TOKENS match starts with.
+_TOKEN_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "AIza",
+                   "ya29.", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "sk-", "eyJ")
 # An environment variable's name: in text too, a secret word anywhere in it makes it secret.
 _ENV_NAME = re.compile(r"(?=[A-Z0-9_]*[A-Z])[A-Z_][A-Z0-9_]*")
 
@@ -158,8 +161,10 @@ class Redactor:
     def _hide(self, text: str) -> str:
         # Tokens before assignments: a base64 token's trailing `=` reads like a `name=` field.
         text = self.credentials(text)
-        text = _ASSIGNMENT.sub(_assignment, text)
-        text = _FLAG.sub(_flag, text)
+        if "=" in text or ":" in text:
+            text = _ASSIGNMENT.sub(_assignment, text)
+        if "-" in text:
+            text = _FLAG.sub(_flag, text)
         for pattern in self.extra:
             text = pattern.sub(_extra, text)
         return text
@@ -170,11 +175,19 @@ class Redactor:
         fields: for prose and code (the site), where `key=lambda o: ...` is no secret."""
         for value in self.values:
             text = text.replace(value, REDACTED)
-        text = _PEM.sub(lambda m: m.group("begin") + REDACTED + (m.group("end") or ""), text)
-        text = _URL_USERINFO.sub(_url, text)
-        text = _AUTH_HEADER.sub(lambda m: m.group("head") + REDACTED, text)
-        text = _BEARER.sub(lambda m: m.group("kind") + REDACTED, text)
-        return _KNOWN_TOKENS.sub(lambda m: REDACTED, text)
+        # Each pattern runs only where the literal text it cannot match without is present: a
+        # substring test is far cheaper than a regex scan of a whole page that holds no secret.
+        if "-----BEGIN " in text:
+            text = _PEM.sub(lambda m: m.group("begin") + REDACTED + (m.group("end") or ""), text)
+        if "://" in text and "@" in text:
+            text = _URL_USERINFO.sub(_url, text)
+        if "authorization" in text.lower():
+            text = _AUTH_HEADER.sub(lambda m: m.group("head") + REDACTED, text)
+        if "Bearer" in text:
+            text = _BEARER.sub(lambda m: m.group("kind") + REDACTED, text)
+        if any(prefix in text for prefix in _TOKEN_PREFIXES):
+            text = _KNOWN_TOKENS.sub(lambda m: REDACTED, text)
+        return text
 
     def data(self, value: Any, key: str | None = None) -> Any:
         """JSON-like data with secret-named fields and secrets inside strings hidden."""
