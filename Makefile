@@ -40,8 +40,11 @@ unit:
 fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 
+# The quick run of every benchmark (start-up, the engine at 10,000 simulated nodes, SSH fan-out
+# at 32 hosts, Ray at 4 nodes, a site of 100 + 100 pages, a library of 1,000 runbooks), then one
+# table of figures and goals (about 15 minutes on 2 cores). bench/README.md has the full runs.
 bench: setup
-	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/all.py
 
 # The site build against MkDocs on 500 generated runbooks + 500 articles (about 15 minutes).
 bench-site: setup

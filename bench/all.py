@@ -55,6 +55,23 @@ def scale_rows(doc: dict[str, Any]) -> list[Row]:
              f"{run['text_lines']} text lines", None)]
 
 
+def fanout_rows(doc: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for ratio in doc["ratios"]:
+        if ratio["value"] is None:
+            continue
+        goal = f"<= {ratio['target']:g}" if ratio["target"] is not None else ""
+        rows.append((f"SSH, {doc['hosts']} hosts: {ratio['ratio']}", f"{ratio['value']:.2f}", goal,
+                     ratio["met"]))
+    per_host = doc["client_cpu_per_host"]
+    if per_host["value_ms"] is not None:
+        rows.append((f"SSH, {doc['hosts']} hosts: client CPU per host", f"{per_host['value_ms']:.1f} ms",
+                     f"<= {per_host['target_ms']:g} ms", per_host["met"]))
+    failed = [m for m in doc["methods"] if m.get("error")]
+    rows.extend((f"  {m['name']}", "FAILED", str(m["error"])[:40], False) for m in failed)
+    return rows
+
+
 def ray_rows(doc: dict[str, Any]) -> list[Row]:
     biggest = max(p["nodes"] for p in doc["points"])
     at = {p["executor"]: p for p in doc["points"] if p["nodes"] == biggest}
@@ -72,6 +89,26 @@ def ray_rows(doc: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def site_rows(doc: dict[str, Any]) -> list[Row]:
+    ours, bare = doc["builds"][0], doc["builds"][1]
+    pages = f"{doc['generated']['runbooks']} + {doc['generated']['articles']}"
+    rows: list[Row] = [
+        (f"site build, {pages} generated, with search: ms per page", f"{ours['ms_per_page']:.2f} ms",
+         "<= 5 ms", doc["targets"]["ms_per_page_at_most_5"]),
+        ("  ours / MkDocs (with search)", f"{doc['ratio']['ours_vs_mkdocs']:.2f}x", "<= 0.5x",
+         doc["targets"]["at_most_half_of_mkdocs"]),
+        ("  ours --no-search / MkDocs", f"{doc['ratio']['ours_no_search_vs_mkdocs']:.2f}x",
+         f"{bare['ms_per_page']:.2f} ms/page", None)]
+    serve = doc.get("serve_rebuild") or {}
+    for name in ("median", "largest"):
+        if name in serve:
+            saved = serve[name]
+            rows.append((f"  site serve: one saved runbook ({name}, {saved['steps']} steps)",
+                         f"{saved['median_ms']:.0f} ms", f"< {serve['target_ms']} ms",
+                         saved["median_ms"] < serve["target_ms"]))
+    return rows
+
+
 def library_rows(doc: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     for command, verdict in doc["goals"].items():
@@ -86,6 +123,9 @@ def library_rows(doc: dict[str, Any]) -> list[Row]:
 BENCHES = [
     Bench("startup", [PYTHON, "bench/startup.py", "--runs", "10", "--json"], startup_rows, 300),
     Bench("scale", [PYTHON, "bench/scale.py", "--nodes", "10000", "--json"], scale_rows, 600),
+    Bench("fanout", [PYTHON, "bench/fanout/run.py", "--hosts", "32", "--repeat", "1", "--json"],
+          fanout_rows, 900),
+    Bench("site", [PYTHON, "bench/site/run.py", "--quick", "--json"], site_rows, 900),
     Bench("library", [PYTHON, "bench/library.py", "--runbooks", "1000", "--json"], library_rows, 900),
     Bench("ray", [PYTHON, "bench/ray_fanout.py", "--nodes", "4", "--repeat", "1", "--json"], ray_rows, 900),
 ]
