@@ -115,6 +115,23 @@ class _Block:
         return self._plain.search_lines(pattern.regex)
 
 
+PatternFacts = tuple[list[Needs], bool, float, bool]  # required text, digit-uniform, weight, generic
+
+
+def _facts(source: str) -> PatternFacts:
+    return required_text(source), digit_uniform(source), specificity(source), is_generic(source)
+
+
+def _pattern_facts(sources: list[str]) -> dict[str, PatternFacts]:
+    return {source: _facts(source) for source in set(sources) if isinstance(source, str)}
+
+
+def _are_facts(value: object) -> bool:
+    """A cached value of the shape _pattern_facts writes (anything else is computed again)."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, tuple) and len(v) == 4 for k, v in value.items())
+
+
 class Triage:
     """Scans logs for every runbook's signatures; verdict.py ranks what it found."""
 
@@ -132,27 +149,34 @@ class Triage:
         self._compile()
 
     def _compile(self) -> None:
+        signatures = list(self.library.signatures())  # from the index: nothing loaded
+        steps = log_patterns(self.library)
+        # What each regex requires and weighs comes from its parse tree: derived once per
+        # library content and kept in the load cache, so a warm triage parses no regex again.
+        facts = self.library.derived("triage-pattern-facts", lambda: _pattern_facts(
+            [s.pattern for _, _, s in signatures] + list(steps.values())), _are_facts)
         n = 0
-        for runbook_id, file, signature in self.library.signatures():  # from the index: nothing loaded
-            pattern = self._pattern(signature.pattern, f"{file}: signature")
+        for runbook_id, file, signature in signatures:
+            pattern = self._pattern(signature.pattern, f"{file}: signature", facts)
             if pattern is not None:
-                weight, generic = specificity(signature.pattern), is_generic(signature.pattern)
+                _, _, weight, generic = facts.get(signature.pattern) or _facts(signature.pattern)
                 pattern.signatures.append(_Compiled(n, runbook_id, signature, weight, generic))
                 n += 1
-        for key, source in log_patterns(self.library).items():
-            pattern = self._pattern(source, None)
+        for key, source in steps.items():
+            pattern = self._pattern(source, None, facts)
             if pattern is not None:
                 pattern.keys.append(key)
 
-    def _pattern(self, source: str, where: str | None) -> _Pattern | None:
+    def _pattern(self, source: str, where: str | None, facts: dict[str, PatternFacts]) -> _Pattern | None:
         if source not in self._patterns:
             try:
-                self._patterns[source] = _Pattern(compile_linear(source), required_text(source),
-                                                  digit_uniform(source))
+                regex = compile_linear(source)
             except PatternError as exc:
                 if where:  # log-check patterns are the lint's business, not triage's
                     self._warn(f"{where} {source!r}: {exc}; skipped")
                 return None
+            needs, uniform, _, _ = facts.get(source) or _facts(source)
+            self._patterns[source] = _Pattern(regex, needs, uniform)
         return self._patterns[source]
 
     def start(self, source: Source) -> None:
