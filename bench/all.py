@@ -162,11 +162,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"\n{'benchmark':<10}{'figure':<58}{'value':>16}  {'goal':<16}met")
+    print(f"\n{'benchmark':<10}{'figure':<58}{'value':>24}  {'goal':<18}met")
     for name, result in results.items():
         for figure, value, goal, met in result["rows"]:
             mark = "" if met is None else ("yes" if met else "NO")
-            print(f"{name:<10}{figure:<58}{value:>16}  {goal:<16}{mark}")
+            print(f"{name:<10}{figure:<58}{value:>24}  {goal:<18}{mark}")
     print(f"\n{os.cpu_count()} cores; " + ", ".join(f"{n} {r['seconds']:.0f} s" for n, r in results.items()))
     return 0
 
