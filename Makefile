@@ -46,7 +46,7 @@ fuzz: setup
 bench: setup
 	$(BIN)/python bench/all.py
 
-# The site build against MkDocs on 500 generated runbooks + 500 articles (about 15 minutes).
+# The site build against MkDocs on 500 generated runbooks + 500 articles (about 10 minutes).
 bench-site: setup
 	$(BIN)/python bench/site/run.py
 
