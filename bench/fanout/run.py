@@ -55,6 +55,7 @@ ROOT = HERE.parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from runbook.transports.ssh import raise_fd_limit  # noqa: E402
 from scenarios.cluster import (  # noqa: E402  (needs the repository root on sys.path)
     Cluster,
     ClusterError,
@@ -480,15 +481,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error(f"--hosts must be 1..{MAX_HOSTS} and --repeat >= 1")
     args.only = set(args.only or METHODS)
     return args
-
-
-def raise_fd_limit() -> None:
-    """Hundreds of hosts: Ansible and parallel-ssh hold a few descriptors per host at once."""
-    with contextlib.suppress(ValueError, OSError):
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY
-                                                        else max(soft, 65536), hard))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,7 +78,7 @@ class SshTransport:
         self._cancel_r, self._cancel_w = os.pipe()  # readable once close() runs
         self._connect_slots = threading.BoundedSemaphore(CONNECT_SLOTS)
         self.closed = False
-        _raise_fd_limit()
+        raise_fd_limit()
 
     # -- the transport protocol --
 
@@ -330,8 +330,9 @@ def _last_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[-1].strip()[:300]
 
 
-def _raise_fd_limit() -> None:
-    """Three pipes per node: a run over hundreds of nodes needs more than a soft limit of 1024."""
+def raise_fd_limit() -> None:
+    """Three pipes per node: a run over hundreds of nodes needs more than a soft limit of 1024
+    (so do Ansible and parallel-ssh in bench/fanout, a few descriptors per host)."""
     with contextlib.suppress(ValueError, OSError):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
