@@ -330,7 +330,9 @@ def ensure_ansible(python: str, adir: Path) -> str:
 
     if found := version():
         return found
-    print(f"# installing ansible-core into {ANSIBLE_VENV.relative_to(ROOT)} (once) ...", flush=True)
+    # Progress, never the report: with --json, stdout must hold the JSON document alone.
+    print(f"# installing ansible-core into {ANSIBLE_VENV.relative_to(ROOT)} (once) ...", file=sys.stderr,
+          flush=True)
     steps = [[python, "-m", "venv", str(ANSIBLE_VENV)],
              [str(ANSIBLE_VENV / "bin" / "pip"), "install", "--quiet", "ansible-core"]]
     for argv in steps:
