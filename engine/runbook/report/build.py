@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from runbook.format.model import Runbook
+from runbook.report.text import SAMPLE, grouped_by_ending
 from runbook.run.redact import Redactor
 from runbook.run.walk import CONCLUDED, NodeOutcome
 
@@ -70,21 +71,6 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
         for e in outcome.evidence
     ]
     return entry
-
-
-SAMPLE = 8
-_ORDER = {"critical": 0, "warning": 1, "info": 3, "ok": 4}
-
-
-def grouped_by_ending(nodes: list[dict[str, Any]]) -> list[tuple[str, str, list[str]]]:
-    """(conclusion id, severity, node names) per conclusion, and (status, status, names) for the
-    nodes that reached none: problems first, then the biggest groups."""
-    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for n in nodes:
-        c = n.get("conclusion")
-        groups[(c["id"], c["severity"]) if c else (n["status"], n["status"])].append(n["node"])
-    ordered = sorted(groups.items(), key=lambda g: (_ORDER.get(g[0][1], 2), -len(g[1]), g[0][0]))
-    return [(what, severity, names) for (what, severity), names in ordered]
 
 
 def conclusion_groups(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

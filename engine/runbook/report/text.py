@@ -41,6 +41,9 @@ UI = {
 SUMMARY_PER_NODE_MAX = 64
 SAMPLE = 8
 NAMES_WIDTH = 160  # a group's heading shows at most this many characters of node names
+# Problems first: a node that could not be diagnosed comes between the warnings and the rest.
+URGENCY = {"critical": 0, "warning": 1, "info": 3, "ok": 4}
+UNDIAGNOSED = 2
 MARK = {"ok": "✔", "info": "ℹ", "warning": "▲", "critical": "✖"}
 COLOR = {"ok": "32", "info": "36", "warning": "33", "critical": "31"}
 
@@ -177,10 +180,19 @@ class TextReporter:
         return out
 
 
+def grouped_by_ending(nodes: list[dict[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """(conclusion id, severity, node names) per conclusion, and (status, status, names) for the
+    nodes that reached none: problems first, then the biggest groups."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n in nodes:
+        c = n.get("conclusion")
+        groups.setdefault((c["id"], c["severity"]) if c else (n["status"], n["status"]), []).append(n["node"])
+    ordered = sorted(groups.items(), key=lambda g: (URGENCY.get(g[0][1], UNDIAGNOSED), -len(g[1]), g[0][0]))
+    return [(what, severity, names) for (what, severity), names in ordered]
+
+
 def summary_groups(report: dict[str, Any], ui: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
     """(conclusion or status in the report's language, severity, node names), problems first."""
-    from runbook.report.build import grouped_by_ending
-
     return [(what if what != severity else ui["status"].get(what, what), severity, names)
             for what, severity, names in grouped_by_ending(report["nodes"])]
 
@@ -234,8 +246,7 @@ def _groups(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def _urgency(group: list[dict[str, Any]]) -> int:
     c = group[0].get("conclusion")
-    order = {"critical": 0, "warning": 1, "info": 3, "ok": 4}
-    return order[c["severity"]] if c else 2
+    return URGENCY[c["severity"]] if c else UNDIAGNOSED
 
 
 def compress(names: list[str]) -> str:
