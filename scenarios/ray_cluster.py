@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from scenarios._procs import children
+from scenarios.cluster import host_name
 
 OBJECT_STORE_BYTES = 78 * 1024 * 1024  # Ray's minimum is 75 MiB
 LOOPBACK = "127.0.0.2"  # every node and the GCS listen on loopback (Ray turns 127.0.0.1 into a public IP)
@@ -32,7 +33,7 @@ SHUTDOWN_WAIT_S = 30.0  # Cluster.shutdown can hang on a node that is already go
 def node_args(index: int) -> dict[str, Any]:
     """The arguments of node `index` (0: the head)."""
     return {"num_cpus": 1, "object_store_memory": OBJECT_STORE_BYTES, "node_ip_address": LOOPBACK,
-            "resources": {f"node{index + 1:02d}": 1}}
+            "resources": {host_name(index): 1}}
 
 
 @dataclass

@@ -43,6 +43,10 @@ class ProbeAnswer:
     duration_s: float = 0.0
 
 
+# The error of a check asked for (or still running) once the run is stopping (Ctrl-C, SIGTERM).
+INTERRUPTED = "interrupted: the run is stopping"
+
+
 class Transport(Protocol):
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer: ...
 
@@ -74,7 +78,7 @@ class NodeTransports:
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         transport = self._get(node.transport)
         if transport is None:
-            return ProbeAnswer("error", error="interrupted: the run is stopping")
+            return ProbeAnswer("error", error=INTERRUPTED)
         return transport.run_check(node, request, timeout)
 
     def close(self) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
 import subprocess
 import time
+
+from runbook.checks.base import kill_process_group
 
 STDERR_KEPT = 4096
 
@@ -29,7 +30,6 @@ class Session:
         self.stderr = bytearray()
         self.started = time.monotonic()
         self.pid = 0  # the probe's pid on the node (its first line)
-        self.busy = False
         self.ended = False  # its output ended: ssh, and with it the probe, is gone or going
 
     def send(self, data: bytes) -> bool:
@@ -96,8 +96,7 @@ class Session:
 
     def kill(self) -> None:
         """Kill the local ssh (its connection drops: the probe sees the end of its input)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        kill_process_group(self.proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=2)
 

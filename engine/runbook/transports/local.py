@@ -19,14 +19,13 @@ import time
 from typing import Any
 
 from runbook.checks.base import kill_process_group
-from runbook.transports import Node, ProbeAnswer
+from runbook.transports import INTERRUPTED, Node, ProbeAnswer
 from runbook.transports.bundle import local_bundle
 
 # The probe stops its own check at the timeout; this is how long we wait past that
 # before killing the whole process group ourselves.
 KILL_GRACE_S = 0.5
 TERM_WAIT_S = 0.3  # after SIGTERM, before SIGKILL: the probe kills its commands' groups
-INTERRUPTED = "interrupted: the run is stopping"
 
 
 def default_python() -> str:

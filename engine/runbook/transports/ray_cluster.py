@@ -24,7 +24,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from runbook.transports import Node, ProbeAnswer
+from runbook.transports import INTERRUPTED, Node, ProbeAnswer
 from runbook.transports.bundle import bundle_bytes, bundle_name
 from runbook.transports.local import parse_answer
 
@@ -152,7 +152,6 @@ class _Gone(Exception):
         self.status = status
 
 
-INTERRUPTED = "interrupted: the run is stopping"
 STOP_WAIT_S = 3.0  # close(): how long the actors may take together to kill their probes
 
 

@@ -29,9 +29,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from runbook.transports import Node, ProbeAnswer
+from runbook.transports import INTERRUPTED, Node, ProbeAnswer
 from runbook.transports.bundle import bundle_bytes
-from runbook.transports.local import INTERRUPTED, parse_answer
+from runbook.transports.local import parse_answer
 
 GATHER_S = 0.3  # quiet time after the last node asked before the round's step starts
 GATHER_MAX_S = 2.0

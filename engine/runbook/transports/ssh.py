@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any
 
-from runbook.transports import Node, ProbeAnswer
+from runbook.transports import INTERRUPTED, Node, ProbeAnswer
 from runbook.transports import _openssh as openssh
 from runbook.transports._session import Session
 from runbook.transports.bundle import bundle_bytes, bundle_name
@@ -53,7 +53,6 @@ _NO_PYTHON_EXIT = 127
 _COPY_FAILED_EXIT = 90
 _SSH_FAILED_EXIT = 255  # ssh's own failures; the probe never exits with it
 CONNECT_SLOTS = max(64, 16 * (os.cpu_count() or 1))  # handshakes under way at once
-INTERRUPTED = "interrupted: the run is stopping"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -129,13 +128,12 @@ class SshTransport:
         session = self._sessions.get(node.name)
         if session is not None and not session.ended and session.proc.poll() is None:
             return session
-        if session is not None:
+        if session is not None:  # it ended since the last check
             self._forget(node.name, session)
-            if session.ended or session.proc.poll() is not None:
-                code = session.exit_code(EXIT_STATUS_WAIT_S)
-                session.release()
-                if code == _SSH_FAILED_EXIT:
-                    raise SshError("connection lost")
+            code = session.exit_code(EXIT_STATUS_WAIT_S)
+            session.release()
+            if code == _SSH_FAILED_EXIT:
+                raise SshError("connection lost")
         return self._start(node)
 
     def _forget(self, name: str, session: Session) -> None:
@@ -144,12 +142,13 @@ class SshTransport:
                 del self._sessions[name]
 
     def _config_file(self) -> str:
-        if self._config is None:
-            try:
-                self._config = openssh.write_config(os.environ.get("HOME") or "/")
-            except OSError as exc:
-                raise SshError(str(exc)) from None
-        return self._config
+        with self._registry_lock:  # every connecting thread asks at once: write it (and ask ssh -V) once
+            if self._config is None:
+                try:
+                    self._config = openssh.write_config(os.environ.get("HOME") or "/")
+                except OSError as exc:
+                    raise SshError(str(exc)) from None
+            return self._config
 
     def _argv(self, node: Node, command: str) -> list[str]:
         host = str(node.vars.get("host") or node.name)
@@ -207,7 +206,7 @@ class SshTransport:
         first = _expect(session, session.started + self.connect_timeout, lambda x: x.isdigit())
         if first is None:
             self._not_connected(node, session)
-        session.pid = int(first or b"0")
+        session.pid = int(first)
         state = _expect(session, time.monotonic() + self.connect_timeout,
                         lambda x: x in (b"present", b"absent"))
         if state == b"absent":
@@ -283,14 +282,10 @@ class SshTransport:
     def _ask(self, node: Node, session: Session, request: dict[str, Any], timeout: float,
              start: float) -> ProbeAnswer:
         payload = json.dumps({**request, "timeout": timeout}).encode() + b"\n"
-        session.busy = True
-        try:
-            if self.closed:
-                raise SshError(INTERRUPTED)
-            line = (session.read_line(time.monotonic() + timeout + KILL_GRACE_S)
-                    if session.send(payload) else None)
-        finally:
-            session.busy = False
+        if self.closed:
+            raise SshError(INTERRUPTED)
+        line = (session.read_line(time.monotonic() + timeout + KILL_GRACE_S)
+                if session.send(payload) else None)
         elapsed = time.monotonic() - start
         if line is not None:
             return parse_answer(line, b"", 0, elapsed)
@@ -354,7 +349,7 @@ def _copy_failure(err: bytes, code: int | None) -> str:
     where = f"cannot copy the probe to {REMOTE_DIR.replace('$HOME', '~')} on the node"
     if code is None:
         return f"{where}: not done within {COPY_TIMEOUT_S:g}s (the connection is very slow)"
-    last = (err.decode(errors="replace").strip().splitlines() or [f"exit {code}"])[-1].strip()
+    last = _last_line(err.decode(errors="replace")) or f"exit {code}"
     for known, hint in _COPY_HINTS.items():
         if known in last:
             return f"{where}: {known} ({hint})"
