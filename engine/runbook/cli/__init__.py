@@ -88,13 +88,6 @@ def _arguments(module_name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(module_name + "_args").add_arguments
 
 
-def interrupt_reason() -> str:
-    """What stopped the command, for the partial report: Ctrl-C or SIGTERM."""
-    from runbook.cli.interrupts import interrupt_reason as reason
-
-    return reason()
-
-
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     answered = _answered_without_argparse(words)
@@ -119,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(module: object, args: argparse.Namespace, argv: list[str] | None) -> int:
-    from runbook.cli.interrupts import INTERRUPTED_EXIT
+    from runbook.cli.interrupts import INTERRUPTED_EXIT, interrupt_reason
 
     try:
         return int(module.run(args))  # type: ignore[attr-defined]

@@ -9,6 +9,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from runbook.cli.interrupts import interrupt_reason
+
 REPORT_SCHEMA = "runbook-check/v1"
 
 
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"schema": REPORT_SCHEMA, "check": args.type, "with": params,
                               "nodes": answers}
     if interrupted:
-        report.update(incomplete=True, reason=_interrupt_reason())
+        report.update(incomplete=True, reason=interrupt_reason())
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
     else:
@@ -69,10 +71,6 @@ def _ask_all(transport: Any, nodes: list[Any], request: dict[str, Any], timeout:
             for n in nodes], interrupted
 
 
-def _interrupt_reason() -> str:
-    from runbook.cli import interrupt_reason
-
-    return interrupt_reason()
 
 
 def _ask(transport: Any, node: Any, request: dict[str, Any], timeout: float) -> dict[str, Any]:

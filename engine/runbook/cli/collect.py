@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runbook.cli.interrupts import interrupt_reason
 from runbook.collect.archive import FAILED, FAILURES, TIMEOUT, UNREACHABLE, NodeEntry, SectionEntry
 from runbook.collect.sections import SECTIONS, NodeJob, SectionOutcome, collect_node, render
 from runbook.run.redact import Redactor
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     outcomes, interrupted = collect(nodes, transports_from_args(args), request.params, args)
-    incomplete = _interrupt_reason() if interrupted else None
+    incomplete = interrupt_reason() if interrupted else None
     entries, members = assemble(nodes, outcomes, request)
     meta = {"collected_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "duration_s": round(time.monotonic() - clock, 3), "params": request.params,
@@ -184,14 +185,10 @@ def collect(nodes: list[Node], transport: Any, params: dict[str, Any],
     transport.close()  # stops the probes still running on nodes
     for found in snapshot.values():
         _fill(found, FAILED if interrupted else TIMEOUT,
-              _interrupt_reason() if interrupted else "not finished within the whole-run --timeout")
+              interrupt_reason() if interrupted else "not finished within the whole-run --timeout")
     return snapshot, interrupted
 
 
-def _interrupt_reason() -> str:
-    from runbook.cli import interrupt_reason
-
-    return interrupt_reason()
 
 
 def in_parallel(nodes: list[Node], work: Callable[[Node], None], forks: int,

@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runbook.cli.interrupts import interrupt_reason
+
 
 class UsageError(Exception):
     """A bad argument found before any node is touched: printed as one line, exit 2."""
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
     walked = _walk(args, plan, reporter, started)
-    incomplete = _interrupt_reason() if walked.interrupted else None
+    incomplete = interrupt_reason() if walked.interrupted else None
     report = build_report(plan.runbook, walked.outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                           time.monotonic() - clock, args.lang, plan.params, walked.fix_results,
                           incomplete=incomplete, job_verdicts=getattr(walked.walk, "job_verdicts", None))
@@ -71,10 +73,6 @@ def run(args: argparse.Namespace) -> int:
     return 2 if walked.refused else int(report["summary"]["exit_code"])
 
 
-def _interrupt_reason() -> str:
-    from runbook.cli import interrupt_reason
-
-    return interrupt_reason()
 
 
 def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:

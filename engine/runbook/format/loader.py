@@ -549,14 +549,18 @@ class _Checker:
                 return
             self._check_param_refs((*path, "passes"), passes, params)
 
-    def _check_conclusion(self, cid: str, conclusion: dict[str, Any]) -> None:
-        base: DocPath = ("conclusions", cid)
-        known = taxonomy.load() if not self.compile_only else {}
-        ids = conclusion.get("taxonomy") if isinstance(conclusion.get("taxonomy"), list) else []
-        for i, tid in enumerate(ids if not self.compile_only else []):
+    def _check_taxonomy(self, base: DocPath, ids: list[Any]) -> None:
+        known = taxonomy.load()
+        for i, tid in enumerate(ids):
             if isinstance(tid, str) and tid not in known:  # other types: the schema's error
                 self.add((*base, "taxonomy", i), f"unknown taxonomy id {tid!r}"
                          f"{did_you_mean(str(tid), known)} (see taxonomy.yaml)")
+
+    def _check_conclusion(self, cid: str, conclusion: dict[str, Any]) -> None:
+        base: DocPath = ("conclusions", cid)
+        ids = conclusion.get("taxonomy") if isinstance(conclusion.get("taxonomy"), list) else []
+        if not self.compile_only:
+            self._check_taxonomy(base, ids)
         finding = conclusion.get("finding")
         if isinstance(finding, dict):
             try:

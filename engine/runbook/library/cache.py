@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -94,6 +93,8 @@ class Store:
         target = self.path(kind, key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile  # only a write needs it (shutil and random come with it)
+
             fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
         except OSError:
             self.writable = False

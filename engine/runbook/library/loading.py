@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -99,6 +97,10 @@ def _snapshot_of(source: Source) -> Snapshot:
 
 def _in_processes(sources: Sequence[Source]) -> list[Snapshot] | None:
     """Snapshots of every source in order, or None when worker processes cannot run here."""
+    # Imported here: multiprocessing is a cost every command would pay, only a big cold load needs it.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     workers = min(os.cpu_count() or 1, max(1, len(sources) // CHUNK))
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:

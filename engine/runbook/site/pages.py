@@ -89,8 +89,10 @@ class Content:
     markdown_cache: dict[tuple[str, str, str], Any] | None = None
 
     def forget_indexes(self) -> None:
-        for name in ("by_id", "_articles_by_lang", "_links", "_handovers"):
-            self.__dict__.pop(name, None)
+        """Drop every cached index (each cached_property), so the next use sees the edited library."""
+        for name, attr in vars(type(self)).items():
+            if isinstance(attr, cached_property):
+                self.__dict__.pop(name, None)
 
     def edit_url(self, file: str) -> str:
         return f"{self.repo_url.rstrip('/')}/{self.source_path(file)}" if self.repo_url else ""
