@@ -7,7 +7,8 @@ Rules (docs/architecture.md explains them; tests/test_architecture.py holds them
 - no import circle between modules, counting imports inside functions too;
 - a package imports only packages in lower layers (LAYERS), never one beside it;
 - the node side (`checks`, `probe`) imports nothing of the client;
-- at most MAX_TOP_MODULES modules at the top of the package;
+- at most MAX_TOP_MODULES modules at the top of the package, and at most MAX_FOLDER_MODULES
+  side by side in any package folder (group by domain when one grows: checks/gpu/, ...);
 - no function longer than MAX_FUNCTION_LINES; median and 90th percentile kept small.
 Exit status 1 when a rule is broken.
 """
@@ -39,6 +40,7 @@ LAYERS: list[set[str]] = [
 ]
 NODE_SIDE = {"checks", "probe"}
 MAX_TOP_MODULES = 10
+MAX_FOLDER_MODULES = 20
 MAX_FUNCTION_LINES, MAX_MEDIAN, MAX_P90 = 60, 8, 25
 
 
@@ -192,6 +194,18 @@ def top_level_modules() -> list[str]:
     return sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
 
 
+def crowded_folders() -> list[tuple[str, int]]:
+    """Package folders holding more than MAX_FOLDER_MODULES modules side by side."""
+    out = []
+    for folder in sorted({p.parent for p in source_files()}):
+        if folder == PACKAGE:
+            continue  # the top has its own, smaller limit
+        count = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+        if count > MAX_FOLDER_MODULES:
+            out.append((str(folder.relative_to(PACKAGE)), count))
+    return out
+
+
 def shape_problems(shape: Shape) -> list[str]:
     problems = [f"{where}: {lines} lines (at most {MAX_FUNCTION_LINES})"
                 for where, lines in shape.longest(len(shape.lengths)) if lines > MAX_FUNCTION_LINES]
@@ -210,6 +224,8 @@ def all_problems() -> list[str]:
     if len(top) > MAX_TOP_MODULES:
         problems.append(f"{len(top)} modules at the top of engine/runbook (at most {MAX_TOP_MODULES}): "
                         + ", ".join(top))
+    problems += [f"{folder}/ holds {count} modules side by side (at most {MAX_FOLDER_MODULES}): group "
+                 "them by domain in subpackages" for folder, count in crowded_folders()]
     return problems + shape_problems(function_shape())
 
 

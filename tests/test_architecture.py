@@ -66,6 +66,22 @@ def test_the_top_level_holds_few_modules() -> None:
     assert len(arch.top_level_modules()) <= arch.MAX_TOP_MODULES
 
 
+def test_no_package_folder_is_a_long_flat_list() -> None:
+    assert arch.crowded_folders() == []
+
+
+def test_a_crowded_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "runbook"
+    (package / "wide").mkdir(parents=True)
+    for i in range(arch.MAX_FOLDER_MODULES + 1):
+        (package / "wide" / f"m{i}.py").write_text("")
+    (package / "wide" / "__init__.py").write_text("")
+    (package / "narrow").mkdir()
+    (package / "narrow" / "a.py").write_text("")
+    monkeypatch.setattr(arch, "PACKAGE", package)
+    assert arch.crowded_folders() == [("wide", arch.MAX_FOLDER_MODULES + 1)]
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_package_says_what_it_owns(package: str) -> None:
     doc = ast.get_docstring(ast.parse((arch.PACKAGE / package / "__init__.py").read_text("utf-8")))
