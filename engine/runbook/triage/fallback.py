@@ -5,7 +5,8 @@ While the logs are scanned, lines that read as errors are kept (a traceback's la
 the last such exception line (or error line) is compared with every conclusion (its titles,
 explanation and signatures, in both languages) and every knowledge-base article by BM25, and
 the best few come back as "similar, not a known signature", with a low confidence and the
-error line they were compared with.
+error line they were compared with. How many, from what score, and how sure each is are the
+ranking's data (ranking.py, `evidence.similar`).
 
 The BM25 is the library's own index (library/textindex.py), not a package such as `bm25s`:
 it already tokenises Chinese as character bigrams next to English words, weighs fields (a
@@ -21,10 +22,9 @@ from runbook.format.model import LANGS, Runbook, Text
 from runbook.library.runbooks import Library
 from runbook.library.textindex import Index, query_terms
 from runbook.triage.hits import LineHit
-from runbook.triage.verdict import SIMILAR, Match
+from runbook.triage.ranking import RANKING
+from runbook.triage.verdict import MAX_TAXONOMY, SIMILAR, Match, confidence
 
-TOP = 3
-MIN_SCORE = 2.0  # BM25 total below which a resemblance is noise
 WEIGHTS = {"title": 3.0, "signature": 2.0, "explanation": 1.0, "body": 0.5}
 
 
@@ -46,16 +46,20 @@ class SimilarityIndex:
             self.items.append(("article", "", slug, Text(titles.get("en", slug), titles.get("zh", slug)),
                                taxonomy))
 
-    def similar(self, line: LineHit, top: int = TOP) -> list[Match]:
+    def similar(self, line: LineHit, top: int | None = None) -> list[Match]:
+        """The conclusions and articles `line` resembles most (the ranking's `top` few), best first."""
+        rules = RANKING["evidence"]["similar"]
+        top = rules["top"] if top is None else top
         scores = self.index.scores(query_terms(line.text))
-        ranked = sorted((i for i, s in enumerate(scores) if s >= MIN_SCORE), key=lambda i: -scores[i])[:top]
+        ranked = sorted((i for i, s in enumerate(scores) if s >= rules["min_score"]),
+                        key=lambda i: -scores[i])[:top]
         best = scores[ranked[0]] if ranked else 1.0
         out = []
         for i in ranked:
             kind, runbook, item_id, title, taxonomy = self.items[i]
-            confidence = round(0.1 + 0.2 * scores[i] / best, 2)  # 0.1..0.3: a resemblance, no more
+            sure = confidence("similar", {"score": scores[i], "best": best}, SIMILAR)
             out.append(Match(runbook, item_id if kind == "conclusion" else "", item_id, title,
-                             taxonomy[:3], SIMILAR, confidence, scores[i], [], line, kind))
+                             taxonomy[:MAX_TAXONOMY], SIMILAR, sure, scores[i], [], line, kind))
         return out
 
 

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from runbook.format.model import Signature
-from runbook.triage.score import KEEP_LINES
+from runbook.triage.score import kept_lines
 from runbook.triage.sources import Source
 
 STDIN = Source("<stdin>")
@@ -39,7 +39,7 @@ class SignatureHit:
     source: Source = STDIN
     count: int = 0
     first: list[LineHit] = field(default_factory=list)
-    last: deque[LineHit] = field(default_factory=lambda: deque(maxlen=KEEP_LINES))
+    last: deque[LineHit] = field(default_factory=lambda: deque(maxlen=kept_lines()))
 
     @property
     def pattern(self) -> str:

@@ -20,9 +20,10 @@ from runbook.library.runbooks import Library
 from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log
+from runbook.triage.ordering import role_rank
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
-from runbook.triage.verdict import CAUSE, KNOCK_ON, Match
+from runbook.triage.verdict import KNOCK_ON, Match
 
 SCHEMA = "runbook-triage/v1"
 NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
@@ -95,11 +96,8 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:
-    if any(m.role == CAUSE for m in matches):
-        return CAUSE
-    if any(m.role == KNOCK_ON for m in matches):
-        return KNOCK_ON
-    return "similar" if matches else "no-error"
+    """The most telling role any match has (ranking.py `roles`), or `no-error`."""
+    return min((m.role for m in matches), key=role_rank, default="no-error")
 
 
 def _articles(kb: KnowledgeBase | None) -> list[tuple[str, dict[str, str], list[str], str]]:

@@ -26,7 +26,7 @@ from runbook.triage.hits import STDIN, LineHit, SignatureHit
 from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
 from runbook.triage.regexinfo import Needs, digit_uniform, mask_digits, may_match, required_text
 from runbook.triage.resolver import PatternKey, log_patterns
-from runbook.triage.score import KEEP_LINES, is_generic, specificity
+from runbook.triage.score import is_generic, kept_lines, specificity
 from runbook.triage.sources import Source, line_rank, line_time
 from runbook.triage.verdict import Match, rank
 
@@ -216,7 +216,8 @@ class Triage:
             for key in pattern.keys:
                 self.counts[key] = self.counts.get(key, 0) + len(found)
             if pattern.signatures:
-                keep = found[:KEEP_LINES] + found[max(KEEP_LINES, len(found) - KEEP_LINES):]
+                kept = kept_lines()
+                keep = found[:kept] + found[max(kept, len(found) - kept):]
                 shown = [self._line_hit(numbers[i], texts[i], block.lines[i], start,
                                         texts[max(0, i - TIME_LOOKBACK):i]) for i, start in keep]
                 for compiled in pattern.signatures:
@@ -252,8 +253,9 @@ class Triage:
             hit = self._hits[key] = SignatureHit(compiled.runbook, compiled.signature, compiled.weight,
                                                  compiled.generic, self._source)
         hit.count += count
+        kept = kept_lines()
         for line in shown:
-            if len(hit.first) < KEEP_LINES and (not hit.first or hit.first[-1].line_no < line.line_no):
+            if len(hit.first) < kept and (not hit.first or hit.first[-1].line_no < line.line_no):
                 hit.first.append(line)
             if not hit.last or hit.last[-1].line_no < line.line_no:
                 hit.last.append(line)

@@ -1,17 +1,18 @@
-"""How much one matched signature says: specificity of its regex, how often and how late it matched.
+"""How much one matched signature says: the specificity of its regex and how often it matched.
 
 A signature is specific when every match of it must contain many literal characters
 (`Watchdog caught collective operation timeout`) and generic when it also matches the
 lines every crashed Python job prints (`Traceback (most recent call last):`). Repeats
-count, with diminishing returns and a cap. The failure that ended the run is the last
-one in the log, so signatures whose last match comes later weigh more.
+count, with diminishing returns and a cap. The formulas are the ranking's data
+(ranking.py, `evidence.signature`); this module gives them their names.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
+from runbook.triage.formula import evaluate
+from runbook.triage.ranking import RANKING
 from runbook.triage.regexinfo import literal_weight
 
 # Lines any failed job prints, whatever went wrong: a signature matching one is generic.
@@ -37,16 +38,12 @@ GENERIC_LINES = (
     "INFO:root:step 100 loss 2.345",
     "Epoch 1/10: 100%|██████████| 500/500 [01:23<00:00,  6.00it/s]",
 )
-GENERIC_FACTOR = 0.2
-COUNT_CAP = 32  # matches beyond this add nothing
-KEEP_LINES = 3  # first and last matched lines kept per signature
 
 
 def specificity(pattern: str) -> float:
     """Weight of one match of this signature: long literal text high, generic patterns low."""
-    weight = math.sqrt(max(literal_weight(pattern), 1.0) / 10.0)
-    weight = min(max(weight, 0.3), 2.5)
-    return weight * GENERIC_FACTOR if is_generic(pattern) else weight
+    names = {"literal": literal_weight(pattern), "generic": is_generic(pattern)}
+    return float(evaluate(RANKING["evidence"]["signature"]["weight"], names))
 
 
 def is_generic(pattern: str) -> bool:
@@ -58,11 +55,12 @@ def is_generic(pattern: str) -> bool:
     return any(regex.search(line) for line in GENERIC_LINES)
 
 
-def count_factor(count: int) -> float:
-    """1 for one match, growing with the logarithm of the count up to COUNT_CAP."""
-    return 1.0 + math.log2(min(max(count, 1), COUNT_CAP)) / 3.0
+def strength(weight: float, count: int, generic: bool) -> float:
+    """What a signature's `count` matches in one file add to its match's score."""
+    names = {"weight": weight, "count": count, "generic": generic}
+    return float(evaluate(RANKING["evidence"]["signature"]["strength"], names))
 
 
-def recency_factor(rank: int) -> float:
-    """rank 0: this signature matched the latest line of all matched signatures."""
-    return 1.0 + 1.5 / (1 + rank)
+def kept_lines() -> int:
+    """How many of the first and of the last matched lines are kept per signature and file."""
+    return int(RANKING["lines"]["kept"])

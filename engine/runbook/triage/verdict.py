@@ -5,32 +5,33 @@ conclusion as its `goto`; for an older runbook without either, the reachable con
 text the matched lines share most words with). Hits for the same conclusion, in every file,
 make one `Match`, which carries that conclusion's own taxonomy ids (at most three).
 
-Order: every root cause before every knock-on (a watchdog timeout, gloo's "connection closed
-by peer", the elastic agent's exit report follow from a failure elsewhere); specific
-signatures before generic ones; then the earliest: by timestamp where the lines have
-comparable ones, else by file and line. In a multi-rank job the first failure is the cause:
-the others are what the rest of the job did about it.
+What a match weighs, how sure it is and where it goes in the list are the ranking's data
+(ranking.py), applied here and in ordering.py. As it stands: every root cause before every
+knock-on (a watchdog timeout, gloo's "connection closed by peer", the elastic agent's exit
+report follow from a failure elsewhere); specific signatures before generic ones; then the
+earliest: by timestamp where the lines have comparable ones, else by file and line. In a
+multi-rank job the first failure is the cause: the others are what the rest of the job did
+about it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from runbook.format.model import Conclusion, Runbook, Text
 from runbook.library.runbooks import Library
+from runbook.triage.formula import evaluate
 from runbook.triage.hits import LineHit, SignatureHit
+from runbook.triage.ordering import order as order_by_ranking
+from runbook.triage.ordering import position, role_rank
+from runbook.triage.ranking import RANKING
 from runbook.triage.resolver import PatternKey, TaxonomyResolver
-from runbook.triage.score import count_factor
-from runbook.triage.sources import time_of_day
+from runbook.triage.score import strength
 
 MAX_TAXONOMY = 3
-MATCH_LINES = 10  # matched lines shown per match
 CAUSE, KNOCK_ON, SIMILAR = "cause", "knock-on", "similar"
-_ROLE_ORDER = {CAUSE: 0, KNOCK_ON: 1, SIMILAR: 2}
-_ROLE_CONFIDENCE = {CAUSE: 1.0, KNOCK_ON: 0.6}
 
 
 @dataclass
@@ -55,19 +56,23 @@ class Match:
         lines = [hit.first[0] for hit in self.signatures if hit.first]
         if self.similar_to is not None:
             lines.append(self.similar_to)
-        return min(lines, key=_position) if lines else None
+        return min(lines, key=position) if lines else None
 
     @property
     def generic(self) -> bool:
         return all(hit.generic for hit in self.signatures)
 
-    def lines(self, limit: int = MATCH_LINES) -> list[LineHit]:
-        """Matched lines of all its signatures in log order; the first 3 and the last ones."""
+    def lines(self, limit: int | None = None) -> list[LineHit]:
+        """Matched lines of all its signatures in log order; when more than `limit` (the
+        ranking's `lines.shown`), the first `lines.shown_first` and the last ones."""
+        shown = RANKING["lines"]
+        limit = shown["shown"] if limit is None else limit
+        head = min(shown["shown_first"], limit)
         by_place = {(h.source.path, h.line_no): h for sig in self.signatures for h in sig.lines()}
         if self.similar_to is not None:
             by_place[(self.similar_to.source.path, self.similar_to.line_no)] = self.similar_to
-        ordered = sorted(by_place.values(), key=_position)
-        return ordered if len(ordered) <= limit else ordered[:3] + ordered[3 - limit:]
+        ordered = sorted(by_place.values(), key=position)
+        return ordered if len(ordered) <= limit else ordered[:head] + ordered[len(ordered) - (limit - head):]
 
     def why(self, lang: str = "en") -> str:
         """One line saying what matched, in `lang`."""
@@ -124,41 +129,9 @@ def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey,
 
 
 def order(matches: list[Match]) -> list[Match]:
-    """Causes first, specific before generic, then earliest (by time where comparable)."""
-    def key(match: Match) -> tuple[Any, ...]:
-        return (_ROLE_ORDER[match.role], match.generic, *_position(match.first), -match.score)
-
-    ordered = sorted(matches, key=key)
-    return _by_time(ordered)
-
-
-def _by_time(matches: list[Match]) -> list[Match]:
-    """Within each run of the same role and genericity, put earlier timestamps first when
-    every match of the run has a comparable one (lines of different files are ordered by
-    the clock, not by which file was read first)."""
-    out: list[Match] = []
-    i = 0
-    while i < len(matches):
-        j = i
-        while j < len(matches) and _tier(matches[j]) == _tier(matches[i]):
-            j += 1
-        run = matches[i:j]
-        times = [m.first.time if m.first else None for m in run]
-        if len(run) > 1 and all(times):
-            dated = all(" " in t for t in times if t)
-            run.sort(key=lambda m: _clock(m, dated))  # stable: lines of one clock keep their order
-        out.extend(run)
-        i = j
-    return out
-
-
-def _clock(match: Match, dated: bool) -> str:
-    time = match.first.time if match.first and match.first.time else ""
-    return time if dated else time_of_day(time)
-
-
-def _tier(match: Match) -> tuple[str, bool]:
-    return match.role, match.generic
+    """Matches in the ranking's order (ordering.py): causes first, specific before generic,
+    then earliest (by time where comparable)."""
+    return order_by_ranking(matches)
 
 
 def _conclusion_of(resolver: TaxonomyResolver, runbook: Runbook,
@@ -174,29 +147,29 @@ def _conclusion_of(resolver: TaxonomyResolver, runbook: Runbook,
 def _match(library: Library, key: tuple[str, str], conclusion: Conclusion,
            hits: list[SignatureHit]) -> Match:
     book_id, _ = key
-    hits.sort(key=lambda h: (-h.weight * count_factor(h.count), h.first_line))
+    strengths = {id(h): strength(h.weight, h.count, h.generic) for h in hits}
+    hits.sort(key=lambda h: (-strengths[id(h)], h.first_line))
     best = hits[0]
-    role = CAUSE if any(h.signature.role == CAUSE for h in hits) else KNOCK_ON
-    score = sum(h.weight * count_factor(h.count) for h in hits)
+    role = min((h.signature.role for h in hits), key=role_rank)  # one cause signature: a cause
+    score = sum(strengths[id(h)] for h in hits)
+    generic = all(h.generic for h in hits)
     runbook = library.get(best.runbook)
     entry = best.signature.goto or (runbook.start if runbook else conclusion.id)
     if best.runbook != book_id:  # the signature led into another runbook's conclusion
         entry = conclusion.id
+    sure = confidence("signature", {"weight": best.weight, "count": best.count, "generic": generic,
+                                    "score": score}, role)
     return Match(book_id, entry, conclusion.id, conclusion.title, conclusion.taxonomy[:MAX_TAXONOMY],
-                 role, confidence(best.weight, all(h.generic for h in hits), role), score, hits)
+                 role, sure, score, hits)
 
 
-def confidence(weight: float, generic: bool, role: str) -> float:
-    """How sure a match is, 0..1: a long literal signature near 0.95, a generic one near 0.2;
-    a knock-on says less about what to fix than a cause."""
-    base = 0.2 if generic else min(0.95, 0.45 + 0.25 * math.log2(1 + weight))
-    return round(base * _ROLE_CONFIDENCE.get(role, 0.3), 2)
-
-
-def _position(line: LineHit | None) -> tuple[int, str, int]:
-    if line is None:
-        return (1, "", 0)
-    return (0, line.source.path, line.line_no)
+def confidence(evidence: str, names: Mapping[str, Any], role: str) -> float:
+    """How sure a match is, 0..1: the ranking's confidence of its kind of `evidence` (for a
+    signature: a long literal one near 0.95, a generic one near 0.2), times the share its role
+    keeps (a knock-on says less about what to fix than a cause), rounded."""
+    shares = {entry["id"]: entry["confidence"] for entry in RANKING["roles"]}
+    sure = evaluate(RANKING["evidence"][evidence]["confidence"], names) * shares[role]
+    return round(sure, RANKING["confidence_digits"])
 
 
 def _line_json(line: LineHit) -> dict[str, Any]:

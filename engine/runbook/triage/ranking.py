@@ -1,0 +1,76 @@
+"""The rules `runbook triage` ranks by, as data, written once.
+
+The CLI applies them (score.py, verdict.py, ordering.py, fallback.py); site/triage_export.py
+writes them into the triage page's data, and the page (site/static/triage.js) applies the same
+object, so a change to the ranking is made here and nowhere else. Everything here is plain JSON
+(lists, not tuples): what the page reads back is what Python applied.
+
+- `roles`: what a match is to the failure, most telling first. The table's order is one rule
+  used three times: a match takes the first role any of its signatures has (one `cause`
+  signature makes it a cause), the verdict is the first role any match has, and the `role` sort
+  key puts matches in this order. `confidence`: the share of its evidence's confidence a match in
+  that role keeps (a knock-on says less about what to fix than a cause).
+- `evidence`: one entry per kind of evidence a match rests on, with the formulas (formula.py:
+  JSON expressions, operator first) that weigh it. A new kind (a stack dump of hung ranks, a
+  metric series) is a new entry, and its matches take their place in `order` through the same
+  fields.
+  - `signature`: log lines a runbook's regex matched. `weight`: what one match of the regex
+    weighs, from `literal` (how much literal text every match must hold, regexinfo.py) and
+    `generic` (it also matches lines any failed job prints, score.py); `strength`: what the
+    regex's `count` matches in one file add to the match's score (with its `weight`, `generic`);
+    `confidence`: the match's, from its best signature's `weight` and `count`, whether all its
+    signatures are `generic`, and its `score`.
+  - `similar`: an error line no signature knows, compared with every conclusion and article by
+    BM25 (fallback.py): the `top` few that score `min_score` or more, each with a `confidence`
+    from its `score` and the `best` score.
+- `confidence_digits`: a confidence is the evidence's times the role's share, rounded to this
+  many decimals.
+- `order`: the sort keys, the first deciding: `role` (its place in `roles`), `generic` (specific
+  before generic), `position` (the earliest line: file, then line number; a match without one
+  last), `score`; `descending` reverses a key.
+- `by_time`: within each run of matches equal on the `within` keys, earlier timestamps first
+  when every match of the run has one (date and time when all have a date, else the time of
+  day), so lines of different files are ordered by the clock, not by which file was read first;
+  `None` drops the rule.
+- `lines`: `kept`: the first and the last matched lines kept per signature and file; `shown`:
+  matched lines shown per match, `shown_first` of them from the start and the rest from the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+RANKING: dict[str, Any] = {
+    "roles": [
+        {"id": "cause", "confidence": 1.0},
+        {"id": "knock-on", "confidence": 0.6},
+        {"id": "similar", "confidence": 1.0},  # its evidence's confidence (0.1..0.3) says it all
+    ],
+    "evidence": {
+        "signature": {
+            # min(max(sqrt(max(literal, 1) / 10), 0.3), 2.5) * (0.2 if generic else 1)
+            "weight": ["*", ["min", ["max", ["sqrt", ["/", ["max", "literal", 1], 10]], 0.3], 2.5],
+                       ["if", "generic", 0.2, 1]],
+            # weight * (1 + log2(min(max(count, 1), 32)) / 3): repeats count, up to 32 of them
+            "strength": ["*", "weight", ["+", 1, ["/", ["log2", ["min", ["max", "count", 1], 32]], 3]]],
+            # 0.2 if generic else min(0.95, 0.45 + 0.25 * log2(1 + weight))
+            "confidence": ["if", "generic", 0.2,
+                           ["min", 0.95, ["+", 0.45, ["*", 0.25, ["log2", ["+", 1, "weight"]]]]]],
+        },
+        "similar": {
+            "top": 3,
+            "min_score": 2.0,  # a BM25 total below this is noise
+            # 0.1 + 0.2 * score / best: 0.1..0.3, a resemblance and no more
+            "confidence": ["+", 0.1, ["/", ["*", 0.2, "score"], "best"]],
+        },
+    },
+    "confidence_digits": 2,
+    "order": [
+        {"key": "role"},
+        {"key": "generic"},
+        {"key": "position"},
+        {"key": "score", "descending": True},
+    ],
+    "by_time": {"within": ["role", "generic"]},
+    "lines": {"kept": 3, "shown": 10, "shown_first": 3},
+}
