@@ -31,7 +31,7 @@ PACKAGE = Path(runbook.__file__).resolve().parent
 # What loading a file, summarising it, or what is derived from a library depends on: the format
 # and its checks, the check types' parameters, the job analyses, this package and triage's
 # word weights (derived()); the schema and the taxonomy.
-_FINGERPRINTED = ("__init__.py", "format/*.py", "checks/*.py", "jobs/*.py", "library/*.py", "triage/*.py",
+_FINGERPRINTED = ("__init__.py", "format/*.py", "checks/**/*.py", "jobs/*.py", "library/*.py", "triage/*.py",
                   "schema/runbook.v1.json", "data/*.yaml")
 Snapshot = tuple[tuple[Any, ...], Any]  # (loader.snapshot, loader.positions_snapshot) of one file
 

@@ -19,10 +19,11 @@ _MAIN = "from runbook.probe import main\nimport sys\nsys.exit(main())\n"
 
 
 def _sources() -> list[tuple[str, bytes]]:
+    """Every module of `probe/` and `checks/`, subpackages included, in sorted path order."""
     files = [("runbook/__init__.py", (_PACKAGE_DIR / "__init__.py").read_bytes())]
     for sub in ("probe", "checks"):
-        for path in sorted((_PACKAGE_DIR / sub).glob("*.py")):
-            files.append((f"runbook/{sub}/{path.name}", path.read_bytes()))
+        names = sorted(p.relative_to(_PACKAGE_DIR).as_posix() for p in (_PACKAGE_DIR / sub).rglob("*.py"))
+        files.extend((f"runbook/{name}", (_PACKAGE_DIR / name).read_bytes()) for name in names)
     files.append(("__main__.py", _MAIN.encode()))
     return files
 
