@@ -71,7 +71,7 @@ timed pytest-checks timeout 180 $PY -m pytest tests/checks -q -rfs -p no:cachepr
   --junitxml="$W/pytest/checks.xml" 2>&1 | tee "$W/pytest/checks.txt" | tail -40
 
 step "raw answers for fixtures"
-QUERIES=$($PY -c "from runbook.checks import gpu_smi as s; print(s.FULL_QUERY, s.REMAP_QUERY, s.APPS_QUERY)")
+QUERIES=$($PY -c "from runbook.checks.gpu import gpu_smi as s; print(s.FULL_QUERY, s.REMAP_QUERY, s.APPS_QUERY)")
 read -r FULL REMAP APPS <<<"$QUERIES"
 CSV=--format=csv,noheader,nounits
 timed smi-full nvidia-smi --query-gpu="$FULL" $CSV > "$W/raw/nvidia_smi_full.csv"

@@ -5,8 +5,9 @@
 
 The real binding (nvidia-ml-py) is wrapped by a proxy that passes each call through and writes
 down its arguments (a device handle as its index), its answer (ctypes structures as dicts) or
-the NVML error it raised, and every constant the reader looked up. tests/checks/nvml_replay.py
-turns the file back into a binding, so CI runs the reader against real hardware's answers.
+the NVML error it raised, and every constant the reader looked up. `replay_binding` in
+tests/checks/gpu/test_gpu_recorded.py turns the file back into a binding, so CI runs the reader
+against real hardware's answers.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, "engine")
 
-from runbook.checks.gpu_nvml import read_nvml  # noqa: E402
+from runbook.checks.gpu.gpu_nvml import read_nvml  # noqa: E402
 
 
 class Recorder:

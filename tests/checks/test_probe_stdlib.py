@@ -1,4 +1,5 @@
-"""Every check runs through the real probe subprocess, and imports only the standard library."""
+"""Every check runs through the real probe subprocess, and every module under checks/ (its domain
+subpackages included) imports only the standard library."""
 
 from __future__ import annotations
 
@@ -75,6 +76,30 @@ def test_check_imports_only_the_standard_library(name: str) -> None:
                           timeout=20)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def _every_checks_module() -> list[str]:
+    """Every module under engine/runbook/checks, the domain subpackages and their helpers included."""
+    base = REPO / "engine"
+    return sorted(".".join(p.relative_to(base).with_suffix("").parts).removesuffix(".__init__")
+                  for p in (base / "runbook" / "checks").rglob("*.py"))
+
+
+def test_every_module_under_checks_imports_only_the_standard_library() -> None:
+    # The registry names the check modules; their helpers and the subpackages' __init__ count too.
+    modules = _every_checks_module()
+    assert {"runbook.checks.gpu", "runbook.checks.torch._fr_pickle", "runbook.checks._procfs"} <= set(modules)
+    code = (
+        "import json, sys; sys.path.insert(0, 'engine'); import importlib; out = {}\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        f"    out[name] = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}\n"
+        "                       or m.startswith('runbook.') and not m.startswith('runbook.checks'))\n"
+        "print(json.dumps(out))"
+    )
+    done = subprocess.run([PYTHON3, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert {name: found for name, found in json.loads(done.stdout).items() if found} == {}
 
 
 @pytest.mark.parametrize("name", sorted(CHECK_TYPES))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from runbook.checks.port import listening_sockets
+from runbook.checks.host.port import listening_sockets
 from scenarios.launch import group_members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(importlib.util.find_spec("torch") is None,

@@ -15,8 +15,8 @@ ENGINE = Path(__file__).resolve().parents[2] / "engine"
 if str(ENGINE) not in sys.path:
     sys.path.insert(0, str(ENGINE))
 
-from runbook.checks import flight_recorder as check  # noqa: E402
 from runbook.checks.base import CheckContext  # noqa: E402
+from runbook.checks.torch import flight_recorder as check  # noqa: E402
 from runbook.jobs import flight_recorder  # noqa: E402
 from runbook.jobs.flight_recorder import compare  # noqa: E402
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 import time
 import zipfile
 from pathlib import Path
 
+import runbook
 from runbook.transports import Node
 from runbook.transports.bundle import bundle_bytes, bundle_name, local_bundle
 from runbook.transports.local import LocalTransport
@@ -21,6 +23,16 @@ def test_bundle_is_stable_and_holds_only_probe_and_checks(tmp_path: Path, monkey
     assert "__main__.py" in names and "runbook/probe/__init__.py" in names
     assert all(n.startswith(("runbook/probe/", "runbook/checks/", "runbook/__init__", "__main__"))
                for n in names)
+
+
+def test_bundle_holds_every_checks_subpackage_in_sorted_order() -> None:
+    package = Path(runbook.__file__).resolve().parent
+    expected = sorted(f"runbook/{p.relative_to(package).as_posix()}"
+                      for p in (package / "checks").rglob("*.py"))
+    names = [n for n in zipfile.ZipFile(io.BytesIO(bundle_bytes())).namelist()
+             if n.startswith("runbook/checks/")]
+    assert names == expected
+    assert "runbook/checks/gpu/gpu.py" in names and "runbook/checks/torch/_torch_worker.py" in names
 
 
 def test_a_check_runs_and_answers(tmp_path: Path) -> None:

@@ -1,5 +1,11 @@
 """The registry of check types: type name -> module import path.
 
+Check modules are grouped by domain in subpackages (general/, files/, gpu/, host/, log/, ray/,
+torch/), each domain's private helpers beside them. Here at the top: this registry, the contract
+every check satisfies (`base.py`), and the helpers several domains share: /proc readers
+(`_procfs.py`), the kernel log (`_kernel_log.py`) and the child-process runner for checks that
+need torch or pyarrow (`_subpython.py`).
+
 Modules are imported only when a check of that type is linted, shown or run,
 and every module here is stdlib-only at import time (see `base.py`), so the
 same registry serves the engine and the probe on a node. The runbook schema's
@@ -15,24 +21,24 @@ if TYPE_CHECKING:
     from runbook.checks.base import CheckModule
 
 CHECK_TYPES: dict[str, str] = {
-    "command": "runbook.checks.command",
-    "process": "runbook.checks.process",
-    "log": "runbook.checks.log",
-    "gpu": "runbook.checks.gpu",
-    "env": "runbook.checks.env",
-    "port": "runbook.checks.port",
-    "file": "runbook.checks.file",
-    "system": "runbook.checks.system",
-    "network": "runbook.checks.network",
-    "python": "runbook.checks.python_snippet",
-    "host": "runbook.checks.host",
-    "ray": "runbook.checks.ray_state",
-    "checkpoint": "runbook.checks.checkpoint",
-    "dataset": "runbook.checks.dataset",
-    "stack": "runbook.checks.stack",
-    "torch": "runbook.checks.torch_info",
-    "nccl": "runbook.checks.nccl",
-    "flight_recorder": "runbook.checks.flight_recorder",
+    "command": "runbook.checks.general.command",
+    "process": "runbook.checks.host.process",
+    "log": "runbook.checks.log.log",
+    "gpu": "runbook.checks.gpu.gpu",
+    "env": "runbook.checks.general.env",
+    "port": "runbook.checks.host.port",
+    "file": "runbook.checks.files.file",
+    "system": "runbook.checks.host.system",
+    "network": "runbook.checks.host.network",
+    "python": "runbook.checks.general.python_snippet",
+    "host": "runbook.checks.host.host",
+    "ray": "runbook.checks.ray.ray_state",
+    "checkpoint": "runbook.checks.files.checkpoint",
+    "dataset": "runbook.checks.files.dataset",
+    "stack": "runbook.checks.torch.stack",
+    "torch": "runbook.checks.torch.torch_info",
+    "nccl": "runbook.checks.torch.nccl",
+    "flight_recorder": "runbook.checks.torch.flight_recorder",
 }
 
 
