@@ -35,7 +35,7 @@ LAYERS: list[set[str]] = [
     {"library"},                              # every runbook and article, found and searchable
     {"run", "triage", "i18n"},                # walking nodes; reading logs; two languages
     {"testing", "collect", "report", "site", "versions"},
-    {"cli"},                                  # one module per subcommand
+    {"cli"},                                  # one package per subcommand
     {"__main__"},                             # `python -m runbook`
 ]
 NODE_SIDE = {"checks", "probe"}

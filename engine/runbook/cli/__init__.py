@@ -1,8 +1,23 @@
-"""`runbook` command line: builds the parser and dispatches; each subcommand is one module.
+"""`runbook` command line: builds the parser and dispatches; each subcommand is one room.
+
+This folder is a list of commands. Each is a package named for its command (`list_cmd/` for
+`list`: its docstring says why), laid out the same way:
+
+    run/__init__.py    a docstring and nothing more: `args.py` is imported through it
+    run/args.py        add_arguments(parser), importing argparse and common_args.py only
+    run/command.py     run(args) -> int, importing what it needs inside `run`
+    run/params.py      the helpers that only this command uses
+
+The modules beside the rooms are shared by several commands: `common_args.py` (arguments),
+`interrupts.py` and `crash.py` (Ctrl-C and the crash log, for `main`), `library_warnings.py`,
+`resolve.py` (ID@VERSION) and `targets.py` (nodes and transports). One package per command,
+rather than an `args/` folder holding every parser, keeps a command's parts in one place;
+adding a command is one room and one line in `COMMANDS`.
 
 `runbook`, `runbook --help` and `runbook --version` are answered before argparse is even
 imported (on Python 3.11 it costs as much as starting the interpreter), and a subcommand's
-parser gets only that subcommand's arguments; the subcommand imports what it needs when it runs.
+parser gets only that subcommand's arguments (its `args.py`); the subcommand imports what it
+needs when it runs (its `command.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +31,7 @@ TYPE_CHECKING = False  # typing itself costs a tenth of `runbook --help`
 if TYPE_CHECKING:
     import argparse
 
-# subcommand -> (module, one-line help)
+# subcommand -> (its room: the package holding command.py and args.py, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("runbook.cli.list_cmd", "list the runbooks on the search path"),
     "show": ("runbook.cli.show", "show one runbook: steps, branches, conclusions and fixes"),
@@ -48,10 +63,10 @@ def build_parser(only: str | None = "") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="runbook", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"runbook {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module_name, help_text) in COMMANDS.items():
+    for name, (room, help_text) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if only == "" or only == name:
-            _arguments(module_name)(sub_parser)
+            _arguments(room)(sub_parser)
     return parser
 
 
@@ -83,9 +98,9 @@ def _command_in(argv: list[str]) -> str | None:
     return None
 
 
-def _arguments(module_name: str):  # type: ignore[no-untyped-def]
-    """The `add_arguments` of a subcommand module (these modules import only argparse)."""
-    return importlib.import_module(module_name + "_args").add_arguments
+def _arguments(room: str):  # type: ignore[no-untyped-def]
+    """The `add_arguments` of a subcommand's `args.py` (these modules import only argparse)."""
+    return importlib.import_module(room + ".args").add_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from runbook.cli.interrupts import INTERRUPTED_EXIT, leave_promptly, stop_signals
 
-    module = importlib.import_module(COMMANDS[args.command][0])
+    module = importlib.import_module(COMMANDS[args.command][0] + ".command")
     before = set(threading.enumerate())
     with stop_signals():
         code = _run(module, args, argv)

@@ -15,6 +15,14 @@ def default_lang() -> str:
     return "en"
 
 
+def positive_int(value: str) -> int:
+    """An argparse type: a whole number of at least 1 (`--top N`)."""
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return number
+
+
 def add_lang(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", choices=("en", "zh"), default=default_lang(),
                         help="language of the output (default: from the locale)")

@@ -1,3 +1,5 @@
+"""The arguments of `runbook run` (argparse only: `runbook run --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_format, add_lang, add_node_args

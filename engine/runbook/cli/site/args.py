@@ -1,3 +1,5 @@
+"""The arguments of `runbook site` (argparse only: `runbook site --help` imports no more)."""
+
 import argparse
 
 

@@ -1,3 +1,5 @@
+"""The arguments of `runbook collect` (argparse only: `runbook collect --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_node_args

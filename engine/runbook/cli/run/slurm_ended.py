@@ -34,7 +34,7 @@ FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED",
 def _triage(logs: list[str], args: argparse.Namespace, failed: bool) -> int:
     import json
 
-    from runbook.cli.triage import print_text
+    from runbook.cli.triage.command import print_text
     from runbook.library.kb import load_kb
     from runbook.library.runbooks import load_library
     from runbook.triage.result import triage_sources

@@ -1,3 +1,5 @@
+"""The arguments of `runbook new` (argparse only: `runbook new --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_lang

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runbook.cli.lint import is_kb_dir
+from runbook.cli.lint.command import is_kb_dir
 
 if TYPE_CHECKING:
     from runbook.i18n.stamp import StampResult

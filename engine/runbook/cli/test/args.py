@@ -1,3 +1,5 @@
+"""The arguments of `runbook test` (argparse only: `runbook test --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_format, add_lang

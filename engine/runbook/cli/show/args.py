@@ -1,3 +1,5 @@
+"""The arguments of `runbook show` (argparse only: `runbook show --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_format, add_lang

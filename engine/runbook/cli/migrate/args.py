@@ -1,3 +1,5 @@
+"""The arguments of `runbook migrate` (argparse only: `runbook migrate --help` imports no more)."""
+
 import argparse
 
 

@@ -1,7 +1,8 @@
+"""The arguments of `runbook search` (argparse only: `runbook search --help` imports no more)."""
+
 import argparse
 
-from runbook.cli.common_args import add_format, add_lang
-from runbook.cli.triage_args import positive_int
+from runbook.cli.common_args import add_format, add_lang, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

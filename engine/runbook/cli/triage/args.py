@@ -1,13 +1,8 @@
+"""The arguments of `runbook triage` (argparse only: `runbook triage --help` imports no more)."""
+
 import argparse
 
-from runbook.cli.common_args import add_format, add_lang
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return number
+from runbook.cli.common_args import add_format, add_lang, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

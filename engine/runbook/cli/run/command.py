@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         plan = _plan(args)
     except JobNotRunning as stopped:
-        from runbook.cli.slurm_ended import explain_ended_job
+        from runbook.cli.run.slurm_ended import explain_ended_job
 
         return explain_ended_job(stopped.job, args)
     except UsageError as exc:
@@ -88,8 +88,8 @@ def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[s
 def _plan(args: argparse.Namespace) -> Plan:
     """The runbook, its parameters and the nodes. Raises UsageError (an empty one when the
     runbook's lookup already said why)."""
-    from runbook.cli.params import ParamError, parse_sets
     from runbook.cli.resolve import find_runbook
+    from runbook.cli.run.params import ParamError, parse_sets
     from runbook.cli.targets import nodes_from_args
     from runbook.library.lazy import open_library
     from runbook.run.nodes import NodeSpecError

@@ -1,6 +1,6 @@
 """`runbook test [PATH...]`: run each runbook's test file and replay the recorded incidents beside
 the runbooks; every conclusion must be reached. `--coverage` also measures steps and branches;
-`--replay DIR...` walks recorded incidents again (see `cli/replay_view.py`)."""
+`--replay DIR...` walks recorded incidents again (see `cli/test/replay_view.py`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         print(ui["lint"], file=sys.stderr)
         return 2
     if args.replay:
-        from runbook.cli.replay_view import run_replays
+        from runbook.cli.test.replay_view import run_replays
 
         return run_replays(library, [Path(d) for d in args.replay], args.accept, args.format,
                            args.lang)

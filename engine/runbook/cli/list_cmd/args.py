@@ -1,3 +1,5 @@
+"""The arguments of `runbook list` (argparse only: `runbook list --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_format, add_lang

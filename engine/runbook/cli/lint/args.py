@@ -1,3 +1,5 @@
+"""The arguments of `runbook lint` (argparse only: `runbook lint --help` imports no more)."""
+
 import argparse
 
 from runbook.cli.common_args import add_format

@@ -1,3 +1,5 @@
+"""The arguments of `runbook i18n` (argparse only: `runbook i18n --help` imports no more)."""
+
 import argparse
 
 

@@ -1,0 +1,5 @@
+"""`runbook lint`: every problem of every runbook file and article, one line each.
+
+`command.py` holds `run(args) -> int`, `args.py` its `add_arguments(parser)` (argparse only).
+This file stays empty of code: `args.py` is imported through it on every command line.
+"""
