@@ -1,15 +1,12 @@
 // The triage page: a pasted log matched against every runbook signature, in the browser, offline.
 // The data (static/triage/signatures.js, written by `runbook site build`) holds the signatures as
-// JavaScript regexes with their weights, and the regexes `runbook triage` normalises lines with;
-// the ranking below is engine/runbook/triage/verdict.py's, step for step. Nothing is fetched.
+// JavaScript regexes with their weights, the regexes `runbook triage` normalises lines with, and
+// the ranking (engine/runbook/triage/ranking.py): its sort keys, formulas, role table and line
+// counts are applied below as triage/formula.py, ordering.py and verdict.py apply them, with no
+// ranking rule of the page's own. Nothing is fetched.
 (function () {
   "use strict";
 
-  var KEEP_LINES = 3; // first and last matched lines kept per signature (triage/score.py)
-  var MATCH_LINES = 10; // matched lines shown per match (triage/verdict.py)
-  var TEXT_MAX = 240; // characters of a matched line shown (triage/scan.py)
-  var ROLE_ORDER = { "cause": 0, "knock-on": 1 };
-  var ROLE_CONFIDENCE = { "cause": 1.0, "knock-on": 0.6 };
   var CONTINUATION = ".,;:()[]{}'\"/_-";
 
   function regex(spec, extraFlags) {
@@ -24,12 +21,139 @@
     return /[\uD800-\uDBFF]/.test(text) ? Array.from(text).length : text.length;
   }
 
+  // -- the ranking: data.ranking interpreted --
+
+  var FOLDS = { // triage/formula.py: operators folded left to right over their operands
+    "+": function (a, b) { return a + b; },
+    "-": function (a, b) { return a - b; },
+    "*": function (a, b) { return a * b; },
+    "/": function (a, b) { return a / b; },
+    "min": function (a, b) { return Math.min(a, b); },
+    "max": function (a, b) { return Math.max(a, b); }
+  };
+  var UNARY = { "log2": Math.log2, "sqrt": Math.sqrt };
+  var has = function (object, key) { return Object.prototype.hasOwnProperty.call(object, key); };
+
+  // formula.evaluate: a number or boolean is itself, a string a name, a list [operator, operands...]
+  function evaluate(formula, names) {
+    var type = typeof formula;
+    if (type === "number" || type === "boolean") return formula;
+    if (type === "string") {
+      if (!has(names, formula)) throw new Error("ranking formula: unknown name " + formula);
+      return names[formula];
+    }
+    var op = formula[0], operands = formula.slice(1);
+    if (op === "if" && operands.length === 3) {
+      return evaluate(evaluate(operands[0], names) ? operands[1] : operands[2], names);
+    }
+    if (has(UNARY, op) && operands.length === 1) return UNARY[op](evaluate(operands[0], names));
+    if (has(FOLDS, op) && operands.length >= 2) {
+      var value = evaluate(operands[0], names);
+      for (var i = 1; i < operands.length; i++) value = FOLDS[op](value, evaluate(operands[i], names));
+      return value;
+    }
+    throw new Error("ranking formula: " + JSON.stringify(op) + " with " + operands.length + " operands");
+  }
+
+  // what each sort key of ranking.order reads of a match (triage/ordering.py FIELDS); the page's
+  // matches are of one log, so a position is a line number
+  var FIELDS = {
+    "role": function (m, ranking) { return ranking.roleRank(m.role); },
+    "generic": function (m) { return m.generic; },
+    "position": function (m) { return m.first.no; },
+    "score": function (m) { return m.score; }
+  };
+
+  function Ranking(rules) {
+    this.rules = rules;
+    this.roleIds = rules.roles.map(function (entry) { return entry.id; });
+  }
+
+  // ordering.role_rank: the role's place in the table, a role not in it after all that are
+  Ranking.prototype.roleRank = function (role) {
+    var at = this.roleIds.indexOf(role);
+    return at < 0 ? this.roleIds.length : at;
+  };
+
+  // min(roles, key=role_rank): the role a match (or the verdict) takes, null for none
+  Ranking.prototype.topRole = function (roles) {
+    var top = null;
+    roles.forEach(function (role) {
+      if (top === null || this.roleRank(role) < this.roleRank(top)) top = role;
+    }, this);
+    return top;
+  };
+
+  Ranking.prototype.formula = function (evidence, name, names) {
+    return evaluate(this.rules.evidence[evidence][name], names);
+  };
+
+  // verdict.confidence: the evidence's confidence times the role's share, rounded
+  Ranking.prototype.confidence = function (evidence, names, role) {
+    var share = this.rules.roles[this.roleIds.indexOf(role)].confidence;
+    var sure = this.formula(evidence, "confidence", names) * share;
+    return Number(sure.toFixed(this.rules.confidence_digits));
+  };
+
+  // ordering.order: the sort keys, first deciding (a stable sort), then by_time
+  Ranking.prototype.order = function (matches) {
+    var keys = this.rules.order, self = this;
+    var sorted = matches.slice().sort(function (a, b) {
+      for (var i = 0; i < keys.length; i++) {
+        var field = FIELDS[keys[i].key], x = field(a, self), y = field(b, self);
+        var sign = x < y ? -1 : x > y ? 1 : 0;
+        if (sign) return keys[i].descending ? -sign : sign;
+      }
+      return 0;
+    });
+    return this.rules.by_time ? this.byTime(sorted, this.rules.by_time.within) : sorted;
+  };
+
+  // ordering.by_time: within a run of matches equal on the `within` fields, by the clock when
+  // every match has a time (the date too when all have one, else the time of day); a stable sort
+  Ranking.prototype.byTime = function (matches, within) {
+    var self = this;
+    function sameTier(a, b) {
+      return within.every(function (name) { return FIELDS[name](a, self) === FIELDS[name](b, self); });
+    }
+    var out = [];
+    var i = 0;
+    while (i < matches.length) {
+      var j = i;
+      while (j < matches.length && sameTier(matches[j], matches[i])) j++;
+      var run = matches.slice(i, j);
+      if (run.length > 1 && run.every(function (m) { return m.time; })) {
+        var dated = run.every(function (m) { return m.time.indexOf(" ") >= 0; });
+        var clock = function (m) { return dated ? m.time : timeOfDay(m.time); };
+        run.sort(function (a, b) { return clock(a) < clock(b) ? -1 : clock(a) > clock(b) ? 1 : 0; });
+      }
+      out = out.concat(run);
+      i = j;
+    }
+    return out;
+  };
+
+  function timeOfDay(value) { // sources.time_of_day
+    return value.slice(value.lastIndexOf(" ") + 1);
+  }
+
+  // Match.lines: the matched lines in log order; the first `shown_first` and the last ones
+  Ranking.prototype.shownLines = function (hits) {
+    var byNo = {};
+    hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l; }); });
+    var ordered = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; })
+      .map(function (no) { return byNo[no]; });
+    var limit = this.rules.lines.shown, head = Math.min(this.rules.lines.shown_first, limit);
+    return ordered.length <= limit ? ordered
+      : ordered.slice(0, head).concat(ordered.slice(ordered.length - (limit - head)));
+  };
+
   // -- the engine --
 
   function Engine(data) {
     var norm = data.normalise;
     this.data = data;
-    this.countCap = data.count_cap || 32;
+    this.ranking = new Ranking(data.ranking);
     this.ansi = regex(norm.ansi, "g");
     this.prefix = regex(norm.prefix);
     this.criPartial = anchored(norm.cri_partial);
@@ -133,10 +257,6 @@
     return this.errors.error.test(text) ? "error" : null;
   };
 
-  Engine.prototype.countFactor = function (count) {
-    return 1 + Math.log2(Math.min(Math.max(count, 1), this.countCap)) / 3;
-  };
-
   // What one log shows: {lines, matches (ranked), verdict, errorLine}
   Engine.prototype.triage = function (text) {
     var raw = text.split(/\r\n|\r|\n/);
@@ -149,12 +269,13 @@
     var hits = this.scan(lines);
     var matches = this.rank(hits);
     var errorLine = this.errorLine(lines);
-    var verdict = matches.some(function (m) { return m.role === "cause"; }) ? "cause"
-      : matches.length ? "knock-on" : errorLine ? "unknown" : "no-error";
+    var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
+    var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine };
   };
 
   Engine.prototype.scan = function (lines) {
+    var kept = this.ranking.rules.lines.kept;
     var hits = [];
     for (var s = 0; s < this.signatures.length; s++) {
       var compiled = this.signatures[s];
@@ -163,9 +284,9 @@
         if (!compiled.re.test(lines[i].text)) continue;
         if (hit === null) hit = { sig: compiled.sig, count: 0, first: [], last: [] };
         hit.count += 1;
-        if (hit.first.length < KEEP_LINES) hit.first.push(lines[i]);
+        if (hit.first.length < kept) hit.first.push(lines[i]);
         hit.last.push(lines[i]);
-        if (hit.last.length > KEEP_LINES) hit.last.shift();
+        if (hit.last.length > kept) hit.last.shift();
       }
       if (hit !== null) hits.push(hit);
     }
@@ -182,7 +303,7 @@
     return exception || error;
   };
 
-  // verdict.rank: one match per (runbook, conclusion), causes first
+  // verdict.rank: one match per (runbook, conclusion), in the ranking's order
   Engine.prototype.rank = function (hits) {
     var groups = {}, keys = [];
     hits.forEach(function (hit) {
@@ -191,65 +312,30 @@
       groups[key].push(hit);
     });
     var matches = keys.map(function (key) { return this.match(key, groups[key]); }, this);
-    matches.sort(function (a, b) {
-      return (ROLE_ORDER[a.role] - ROLE_ORDER[b.role]) || (Number(a.generic) - Number(b.generic))
-        || (a.first.no - b.first.no) || (b.score - a.score);
-    });
-    return this.byTime(matches);
+    return this.ranking.order(matches);
   };
 
+  // verdict._match: the hits of one conclusion, strongest first, as one match
   Engine.prototype.match = function (key, hits) {
-    var self = this;
-    function strength(h) { return h.sig.weight * self.countFactor(h.count); }
-    hits.sort(function (a, b) { return (strength(b) - strength(a)) || (a.first[0].no - b.first[0].no); });
+    var ranking = this.ranking;
+    hits.forEach(function (h) {
+      h.strength = ranking.formula("signature", "strength",
+                                   { weight: h.sig.weight, count: h.count, generic: h.sig.generic });
+    });
+    hits.sort(function (a, b) { return (b.strength - a.strength) || (a.first[0].no - b.first[0].no); });
     var best = hits[0];
-    var role = hits.some(function (h) { return h.sig.role === "cause"; }) ? "cause" : "knock-on";
+    var role = ranking.topRole(hits.map(function (h) { return h.sig.role; }));
     var generic = hits.every(function (h) { return h.sig.generic; });
-    var score = hits.reduce(function (sum, h) { return sum + strength(h); }, 0);
+    var score = hits.reduce(function (sum, h) { return sum + h.strength; }, 0);
     var first = hits.map(function (h) { return h.first[0]; })
       .reduce(function (a, b) { return b.no < a.no ? b : a; });
-    var base = generic ? 0.2 : Math.min(0.95, 0.45 + 0.25 * Math.log2(1 + best.sig.weight));
-    var info = this.data.conclusions[key];
+    var names = { weight: best.sig.weight, count: best.count, generic: generic, score: score };
     return {
-      key: key, runbook: best.sig.runbook, conclusion: best.sig.conclusion, info: info, role: role,
-      generic: generic, score: score, first: first, hits: hits, time: this.timeOf(first.raw),
-      confidence: Number((base * ROLE_CONFIDENCE[role]).toFixed(2)), lines: shownLines(hits)
+      key: key, runbook: best.sig.runbook, conclusion: best.sig.conclusion, info: this.data.conclusions[key],
+      role: role, generic: generic, score: score, first: first, hits: hits, time: this.timeOf(first.raw),
+      confidence: ranking.confidence("signature", names, role), lines: ranking.shownLines(hits)
     };
   };
-
-  function shownLines(hits) {
-    var byNo = {};
-    hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l; }); });
-    var ordered = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; })
-      .map(function (no) { return byNo[no]; });
-    return ordered.length <= MATCH_LINES ? ordered
-      : ordered.slice(0, 3).concat(ordered.slice(ordered.length - (MATCH_LINES - 3)));
-  }
-
-  // verdict._by_time: within a run of one role and genericity, by the clock when every match
-  // has a time (the date too when all have one, else the time of day); a stable sort
-  Engine.prototype.byTime = function (matches) {
-    var out = [];
-    var i = 0;
-    while (i < matches.length) {
-      var j = i;
-      while (j < matches.length && matches[j].role === matches[i].role
-             && matches[j].generic === matches[i].generic) j++;
-      var run = matches.slice(i, j);
-      if (run.length > 1 && run.every(function (m) { return m.time; })) {
-        var dated = run.every(function (m) { return m.time.indexOf(" ") >= 0; });
-        var clock = function (m) { return dated ? m.time : timeOfDay(m.time); };
-        run.sort(function (a, b) { return clock(a) < clock(b) ? -1 : clock(a) > clock(b) ? 1 : 0; });
-      }
-      out = out.concat(run);
-      i = j;
-    }
-    return out;
-  };
-
-  function timeOfDay(value) { // sources.time_of_day
-    return value.slice(value.lastIndexOf(" ") + 1);
-  }
 
   // -- the page --
 
@@ -258,10 +344,6 @@
     if (cls) node.className = cls;
     if (text !== undefined && text !== null) node.textContent = text;
     return node;
-  }
-
-  function clip(text) {
-    return text.length <= TEXT_MAX ? text : text.slice(0, TEXT_MAX) + "…";
   }
 
   function Page(engine, form, ui, lang) {
@@ -284,6 +366,11 @@
     else if (result.verdict === "unknown") this.showUnknown(result.errorLine);
     else this.say("no-error", this.ui.triage_no_error);
     return result;
+  };
+
+  Page.prototype.clip = function (raw) { // a line as shown: data.text_max characters (triage/scan.py)
+    var text = this.engine.stripAnsi(raw), width = this.engine.data.text_max;
+    return text.length <= width ? text : text.slice(0, width) + "…";
   };
 
   Page.prototype.say = function (verdict, text) {
@@ -340,7 +427,7 @@
     lines.forEach(function (line) {
       var row = element("span", "match-line");
       row.appendChild(element("span", "line-no", this.ui.triage_line + " " + line.no));
-      row.appendChild(document.createTextNode(" " + clip(this.engine.stripAnsi(line.raw)) + "\n"));
+      row.appendChild(document.createTextNode(" " + this.clip(line.raw) + "\n"));
       pre.appendChild(row);
     }, this);
     box.appendChild(pre);
@@ -351,7 +438,7 @@
     this.say("unknown", this.ui.triage_unknown);
     var pre = element("pre", "code triage-error-line");
     pre.appendChild(element("span", "line-no", this.ui.triage_line + " " + line.no));
-    pre.appendChild(document.createTextNode(" " + clip(this.engine.stripAnsi(line.raw))));
+    pre.appendChild(document.createTextNode(" " + this.clip(line.raw)));
     this.status.appendChild(pre);
     var search = element("a", "triage-search", this.ui.triage_search_it + " →");
     search.href = this.form.getAttribute("data-search-url") + "?q=" + encodeURIComponent(line.text.slice(0, 200));
@@ -380,7 +467,7 @@
       page.list.textContent = "";
       page.status.removeAttribute("data-verdict");
     });
-    window.runbookTriage = { engine: engine, page: page };
+    window.runbookTriage = { engine: engine, page: page, Engine: Engine };
   }
 
   if (document.readyState !== "loading") setUp(); else document.addEventListener("DOMContentLoaded", setUp);

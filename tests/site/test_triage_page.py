@@ -8,12 +8,13 @@ JavaScript and the CLI are checked against each other, not against ids written h
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -23,6 +24,7 @@ import pytest
 from runbook.library.kb import load_kb
 from runbook.library.runbooks import load_library
 from runbook.triage.lognorm import normalize
+from runbook.triage.ranking import RANKING
 from runbook.triage.result import TriageResult, triage_sources
 from runbook.triage.sources import Source
 from runbook.triage.verdict import CAUSE, KNOCK_ON
@@ -105,16 +107,87 @@ def python_triage(library_and_kb: tuple[Any, Any], path: Path) -> TriageResult:
 PAGE_VERDICT = {CAUSE: "cause", KNOCK_ON: "knock-on", "similar": "unknown", "no-error": "no-error"}
 
 
+def python_answer(result: TriageResult) -> tuple[str, list[tuple[str, str, float]]]:
+    """What the page would show of a Python triage: its verdict, and its known matches in order."""
+    known = [(f"{m.runbook}:{m.conclusion}", m.role, m.confidence) for m in result.matches
+             if m.role in (CAUSE, KNOCK_ON)]
+    return PAGE_VERDICT[result.verdict], known
+
+
 @pytest.mark.parametrize("path", LOGS, ids=[p.name for p in LOGS])
 def test_page_ranks_like_runbook_triage(browser, site: Path, library_and_kb, path: Path) -> None:
     result = python_triage(library_and_kb, path)
     shown = page_triage(browser, site, "en", log_text(path))
-    assert shown["verdict"] == PAGE_VERDICT[result.verdict], shown["status"]
-    known = [m for m in result.matches if m.role in (CAUSE, KNOCK_ON)]
-    expected = [(f"{m.runbook}:{m.conclusion}", m.role, m.confidence) for m in known]
-    if known:
+    verdict, expected = python_answer(result)
+    assert shown["verdict"] == verdict, shown["status"]
+    if expected:
         assert shown["matches"][0][0] == f"{result.matches[0].runbook}:{result.matches[0].conclusion}"
     assert shown["matches"] == expected
+
+
+def test_the_page_ranks_by_the_exported_ranking(exported) -> None:
+    assert exported["ranking"] == json.loads(json.dumps(RANKING)) == RANKING
+    script = (ROOT / "site" / "static" / "triage.js").read_text("utf-8")
+    for datum in ("0.6", "0.45", "0.95", "32", "ROLE_ORDER", "ROLE_CONFIDENCE", "KEEP_LINES", "MATCH_LINES"):
+        assert datum not in script, f"triage.js holds a ranking datum of its own: {datum}"
+
+
+def _swap_roles(ranking: dict[str, Any]) -> None:
+    ranking["roles"][:2] = ranking["roles"][1::-1]
+
+
+def _confidence_base(ranking: dict[str, Any]) -> None:
+    # the generic confidence 0.2 made 0.3, the specific base 0.45 made 0.2
+    ranking["evidence"]["signature"]["confidence"] = [
+        "if", "generic", 0.3, ["min", 0.95, ["+", 0.2, ["*", 0.25, ["log2", ["+", 1, "weight"]]]]]]
+
+
+def _knock_on_share(ranking: dict[str, Any]) -> None:
+    next(role for role in ranking["roles"] if role["id"] == KNOCK_ON)["confidence"] = 0.95
+
+
+def _score_first(ranking: dict[str, Any]) -> None:
+    ranking["order"].insert(0, {"key": "score", "descending": True})
+
+
+def _no_clock(ranking: dict[str, Any]) -> None:
+    ranking["by_time"] = None
+
+
+# Logs whose answer each change below alters: causes and knock-ons, several causes, times.
+CHANGED_LOGS = [p for p in LOGS if p.name.split("-")[0] in ("08", "13", "15", "16", "17", "41", "42", "59")]
+CHANGES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "role order swapped": _swap_roles, "confidence base": _confidence_base,
+    "knock-on confidence": _knock_on_share, "score first": _score_first, "no tie by time": _no_clock}
+
+
+@pytest.fixture(scope="module")
+def unchanged(library_and_kb) -> dict[Path, tuple[str, list[tuple[str, str, float]]]]:
+    return {path: python_answer(python_triage(library_and_kb, path)) for path in CHANGED_LOGS}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_changed_ranking_changes_cli_and_page_alike(browser, site: Path, library_and_kb, unchanged,
+                                                      monkeypatch, change: str) -> None:
+    """One datum of triage/ranking.py changed: Python and the page (given the changed data, as a
+    rebuilt site would be) answer alike, and differently from before on at least one log."""
+    ranking = copy.deepcopy(RANKING)
+    CHANGES[change](ranking)
+    for key, value in ranking.items():
+        monkeypatch.setitem(RANKING, key, value)
+    open_page(browser, site, "en")
+    browser.execute_script("const t = window.runbookTriage;"
+                           "t.page.engine = new t.Engine(Object.assign({}, window.RUNBOOK_TRIAGE,"
+                           " {ranking: arguments[0]}));", ranking)
+    try:
+        after = {}
+        for path in CHANGED_LOGS:
+            after[path] = python_answer(python_triage(library_and_kb, path))
+            shown = page_triage(browser, site, "en", log_text(path))
+            assert (shown["verdict"], shown["matches"]) == after[path], path.name
+    finally:
+        browser.execute_script("const t = window.runbookTriage; t.page.engine = t.engine;")
+    assert after != unchanged, f"{change}: no log's answer changed"
 
 
 def test_every_signature_compiles_and_matches_like_python(browser, site: Path, exported,

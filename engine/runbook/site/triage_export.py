@@ -1,12 +1,15 @@
 """What the site's triage page needs to triage a log in the browser, offline: every runbook
 signature as a JavaScript regex with its weight, the conclusions they name (titles, taxonomy
-ids, the runbook page per language) and triage's line normaliser, written at build time.
+ids, the runbook page per language), triage's line normaliser and the ranking, written at
+build time.
 
-The page (site/static/triage.js) ranks matches as `runbook triage` does (triage/verdict.py);
-the numbers here come from triage/score.py, so the two agree on what a match weighs. The
-data goes out twice: `static/triage/signatures.json` for tools, and the same object as
-`signatures.js` (a script sets `window.RUNBOOK_TRIAGE`), which a page opened from file://
-can load where a fetch of the JSON would be refused.
+The page (site/static/triage.js) ranks matches by the same data `runbook triage` does: the
+weights come from triage/score.py and `ranking` is triage/ranking.py's object, which the page
+interprets (its sort keys, formulas, role table and line counts) with no ranking rule of its
+own, so a change to the ranking is made once, in Python. The data goes out twice:
+`static/triage/signatures.json` for tools, and the same object as `signatures.js` (a script
+sets `window.RUNBOOK_TRIAGE`), which a page opened from file:// can load where a fetch of the
+JSON would be refused.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
 from runbook.triage import errorlines, lognorm, sources
-from runbook.triage.score import COUNT_CAP, is_generic, specificity
+from runbook.triage.ranking import RANKING
+from runbook.triage.scan import TEXT_MAX
+from runbook.triage.score import is_generic, specificity
 from runbook.triage.verdict import MAX_TAXONOMY
 
 SCHEMA = "runbook-triage-page/v1"
@@ -30,7 +35,8 @@ GLOBAL = "RUNBOOK_TRIAGE"
 
 
 def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
-    """The exported object: signatures, conclusions, and the regexes of lognorm and errorlines."""
+    """The exported object: signatures, conclusions, the ranking, and the regexes of lognorm and
+    errorlines."""
     signatures: list[dict[str, Any]] = []
     conclusions: dict[str, dict[str, Any]] = {}
     for rb in runbooks:
@@ -40,7 +46,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             signatures.append(_signature(rb, signature))
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     return {
-        "schema": SCHEMA, "count_cap": COUNT_CAP, "max_taxonomy": MAX_TAXONOMY,
+        "schema": SCHEMA, "max_taxonomy": MAX_TAXONOMY, "text_max": TEXT_MAX, "ranking": RANKING,
         "normalise": {"ansi": _js(lognorm.ANSI), "prefix": _prefix(),
                       "wrap_widths": sorted(lognorm.WRAP_WIDTHS), "max_joined": lognorm.MAX_JOINED,
                       "cri_partial": _js(lognorm.CRI_PARTIAL)},
