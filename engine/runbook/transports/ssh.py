@@ -36,6 +36,9 @@ import shlex
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from runbook.transports import INTERRUPTED, Node, ProbeAnswer
@@ -194,7 +197,7 @@ class SshTransport:
                 raise SshError(INTERRUPTED)
             self._sessions[node.name] = session
         try:
-            self._handshake(node, session, python)
+            self._handshake(node, session)
         except BaseException:
             self._forget(node.name, session)
             session.kill()
@@ -202,56 +205,30 @@ class SshTransport:
             raise
         return session
 
-    def _handshake(self, node: Node, session: Session, python: str) -> None:
+    def _handshake(self, node: Node, session: Session) -> None:
         first = _expect(session, session.started + self.connect_timeout, lambda x: x.isdigit())
         if first is None:
-            self._not_connected(node, session)
+            raise self._failure("connect", node, session)
         session.pid = int(first)
         state = _expect(session, time.monotonic() + self.connect_timeout,
                         lambda x: x in (b"present", b"absent"))
         if state == b"absent":
             session.send(bundle_bytes())
             if _expect(session, time.monotonic() + COPY_TIMEOUT_S, lambda x: x == b"copied") is None:
-                self._copy_failed(session)
+                raise self._failure("copy", node, session)
         elif state is None:
-            self._start_failed(node, session, python)
+            raise self._failure("start", node, session)
 
-    def _not_connected(self, node: Node, session: Session) -> None:
-        """No PID line: ssh failed to connect, or the handshake is slower than the limit."""
+    def _failure(self, phase: str, node: Node, session: Session) -> Exception:
+        """Why `phase` (a key of _REASONS) failed on `node`, read from how its ssh ended."""
         if self.closed:
-            raise SshError(INTERRUPTED)
+            return SshError(INTERRUPTED)
         elapsed = time.monotonic() - session.started
         code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
-        where = self._where(node)
-        if code is None:
-            raise SshError(openssh.too_slow(where[0], where[1], self.connect_timeout))
-        if code == _SSH_FAILED_EXIT:
-            raise SshError(openssh.describe_failure(session.stderr_text(), where,
-                                                    self.connect_timeout, elapsed))
-        raise SshError(f"cannot start the probe on {where[0]}: the login shell exited {code}: "
-                       f"{_last_line(session.stderr_text())}")
-
-    def _start_failed(self, node: Node, session: Session, python: str) -> None:
-        if self.closed:
-            raise SshError(INTERRUPTED)
-        code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
-        if code == _NO_PYTHON_EXIT:
-            raise ProbeFailure(_no_python(python))
-        if code is None:
-            raise SshError(f"no answer from the shell on {self._where(node)[0]} within "
-                           f"{self.connect_timeout:g}s (--connect-timeout)")
-        if code == _SSH_FAILED_EXIT:
-            raise SshError("connection lost")
-        raise SshError(f"cannot start the probe: the login shell exited {code}: "
-                       f"{_last_line(session.stderr_text())}")
-
-    def _copy_failed(self, session: Session) -> None:
-        if self.closed:
-            raise SshError(INTERRUPTED)
-        code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
-        if code == _SSH_FAILED_EXIT:
-            raise SshError("connection lost while the probe was copied")
-        raise SshError(_copy_failure(bytes(session.stderr), code))
+        reasons = _REASONS[phase]
+        kind, reason = reasons.get(code, reasons[_OTHER])
+        return kind(reason(_Ended(code, session.stderr_text(), elapsed, self.connect_timeout,
+                                  self._python(node), lambda: self._where(node))))
 
     def _where(self, node: Node) -> tuple[str, int, str]:
         port = int(node.vars["port"]) if node.vars.get("port") else None
@@ -303,13 +280,11 @@ class SshTransport:
             session.release()
             return ProbeAnswer("ok", {"timed_out": True, "reason": f"no answer within {timeout:g}s;"
                                       " the probe was killed on the node"}, duration_s=elapsed)
-        code = session.exit_code(EXIT_STATUS_WAIT_S)
+        failure = self._failure("check", node, session)
         session.release()
-        if code is None or code == _SSH_FAILED_EXIT:
-            raise SshError("connection lost while the check ran (the node went down, its sshd "
-                           "died, or the network dropped)")
-        return ProbeAnswer("error", error=f"probe exited {code}: {_last_line(session.stderr_text())}",
-                           duration_s=elapsed)
+        if isinstance(failure, ProbeFailure):  # the probe itself exited: an answer, not unreachable
+            return ProbeAnswer("error", error=str(failure), duration_s=elapsed)
+        raise failure
 
 
 def _expect(session: Session, deadline: float, wanted: Any) -> bytes | None:
@@ -343,13 +318,12 @@ def _no_python(python: str) -> str:
             "(e.g. --python /opt/conda/bin/python3), or set `python:` for this node in the inventory")
 
 
-
-def _copy_failure(err: bytes, code: int | None) -> str:
+def _copy_failure(stderr: str, code: int | None) -> str:
     """Why the bundle could not be written on the node, and what to do about it."""
     where = f"cannot copy the probe to {REMOTE_DIR.replace('$HOME', '~')} on the node"
     if code is None:
         return f"{where}: not done within {COPY_TIMEOUT_S:g}s (the connection is very slow)"
-    last = _last_line(err.decode(errors="replace")) or f"exit {code}"
+    last = _last_line(stderr) or f"exit {code}"
     for known, hint in _COPY_HINTS.items():
         if known in last:
             return f"{where}: {known} ({hint})"
@@ -363,4 +337,63 @@ _COPY_HINTS = {
                              "is writable",
     "Permission denied": "the user cannot write to ~/.cache on the node; fix its owner or "
                          "permissions",
+}
+
+
+# -- why a phase failed, from how its ssh ended --
+
+
+@dataclass
+class _Ended:
+    """How the ssh of a failed phase ended, and what the reasons name."""
+
+    code: int | None  # ssh's exit status: the remote command's, or 255; None: still running
+    stderr: str
+    elapsed: float  # since ssh started
+    limit: float  # --connect-timeout
+    python: str
+    resolve: Callable[[], tuple[str, int, str]]  # `ssh -G` for the node: run only when a reason asks
+
+    @cached_property
+    def where(self) -> tuple[str, int, str]:
+        """(HostName, Port, User) of the node as ssh sees them."""
+        return self.resolve()
+
+    @property
+    def last_line(self) -> str:
+        return _last_line(self.stderr)
+
+
+_OTHER = "any other exit status"
+_Reason = tuple[type[Exception], Callable[[_Ended], str]]
+_LOST_MID_CHECK = ("connection lost while the check ran (the node went down, its sshd died, or the "
+                   "network dropped)")
+
+# Per phase, what ssh's exit status means (None: still running when the phase gave up).
+# SshError is `unreachable`; ProbeFailure is `error`: the node answers but the probe cannot run.
+_REASONS: dict[str, dict[int | str | None, _Reason]] = {
+    "connect": {  # no PID line: ssh did not connect, or the handshake is slower than the limit
+        None: (SshError, lambda e: openssh.too_slow(e.where[0], e.where[1], e.limit)),
+        _SSH_FAILED_EXIT: (SshError, lambda e: openssh.describe_failure(e.stderr, e.where, e.limit,
+                                                                          e.elapsed)),
+        _OTHER: (SshError, lambda e: f"cannot start the probe on {e.where[0]}: the login shell "
+                                     f"exited {e.code}: {e.last_line}"),
+    },
+    "start": {  # no `present` or `absent` line: the shell did not get to the bundle
+        _NO_PYTHON_EXIT: (ProbeFailure, lambda e: _no_python(e.python)),
+        None: (SshError, lambda e: f"no answer from the shell on {e.where[0]} within {e.limit:g}s "
+                                   "(--connect-timeout)"),
+        _SSH_FAILED_EXIT: (SshError, lambda e: "connection lost"),
+        _OTHER: (SshError, lambda e: f"cannot start the probe: the login shell exited {e.code}: "
+                                     f"{e.last_line}"),
+    },
+    "copy": {  # no `copied` line: the bundle could not be written
+        _SSH_FAILED_EXIT: (SshError, lambda e: "connection lost while the probe was copied"),
+        _OTHER: (SshError, lambda e: _copy_failure(e.stderr, e.code)),
+    },
+    "check": {  # the output ended during a check
+        None: (SshError, lambda e: _LOST_MID_CHECK),
+        _SSH_FAILED_EXIT: (SshError, lambda e: _LOST_MID_CHECK),
+        _OTHER: (ProbeFailure, lambda e: f"probe exited {e.code}: {e.last_line}"),
+    },
 }
