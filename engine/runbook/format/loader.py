@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -180,8 +180,20 @@ def snapshot(result: LoadResult) -> tuple[Any, ...]:
     """What `restore` needs to give this result again without parsing or checking: plain data
     only (marshal writes it; ValueError there for a YAML value it cannot hold, e.g. a date).
     The positions are kept apart (`positions_snapshot`): only a problem being reported reads them."""
-    return (result.runbook is not None, result.data,
-            [(p.line, p.column, p.path, p.message, p.severity) for p in result.problems])
+    return result.runbook is not None, result.data, plain_problems(result.problems)
+
+
+def plain_problems(problems: Iterable[Problem]) -> list[tuple[Any, ...]]:
+    """Problems as plain data, the file left out (the load cache and the library index keep
+    them per file)."""
+    return [(p.line, p.column, p.path, p.message, p.severity) for p in problems]
+
+
+def restore_problems(file: str, plain: Iterable[Any]) -> list[Problem]:
+    """The problems `plain_problems` gave, in `file`; TypeError or ValueError when `plain` is
+    not that."""
+    return [Problem(file, int(line), int(col), tuple(path), str(message), str(severity))
+            for line, col, path, message, severity in plain]
 
 
 def positions_snapshot(result: LoadResult) -> tuple[Any, ...]:
@@ -207,8 +219,7 @@ def restore(plain: Any, file: str, digest: str,
     the file's positions when something first asks for them."""
     try:
         built, data, found = plain
-        problems = [Problem(file, int(line), int(col), tuple(path), str(message), str(severity))
-                    for line, col, path, message, severity in found]
+        problems = restore_problems(file, found)
         runbook = _build(data, file, digest) if built else None
     except (TypeError, ValueError, KeyError, AttributeError, IndexError):
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runbook.format.loader import LoadResult
+from runbook.format.loader import LoadResult, plain_problems, restore_problems
 from runbook.format.model import Signature, Step
 from runbook.format.problems import Problem
 from runbook.library.cache import Store, key_of
@@ -37,7 +37,7 @@ def step_patterns(step: Step) -> dict[str, str]:
 
 def summarize(result: LoadResult) -> Summary:
     runbook = result.runbook
-    problems = [(p.line, p.column, p.path, p.message, p.severity) for p in result.problems]
+    problems = plain_problems(result.problems)
     if runbook is None:
         return None, problems, [], []
     signatures = [(s.pattern, s.goto, s.conclusion, s.role) for s in runbook.signatures]
@@ -47,8 +47,7 @@ def summarize(result: LoadResult) -> Summary:
 
 
 def summary_problems(file: str, summary: Summary) -> list[Problem]:
-    return [Problem(file, line, col, tuple(path), message, severity)
-            for line, col, path, message, severity in summary[1]]
+    return restore_problems(file, summary[1])
 
 
 def summary_signatures(summary: Summary) -> list[Signature]:

@@ -26,8 +26,8 @@ from runbook.library.index import (
     summary_signatures,
     write_index,
 )
-from runbook.library.loading import Source, check_many, load_sources, read_sources
-from runbook.library.runbooks import Library, assemble, duplicate_problem, runbook_files, search_path
+from runbook.library.loading import Source, load_by_file, read_sources
+from runbook.library.runbooks import Library, assemble, claim_id, runbook_files, search_path
 
 T = TypeVar("T")
 
@@ -59,56 +59,40 @@ class IndexedLibrary(Library):
         self.sources, self.summaries, self.loaded, self.store = list(sources), summaries, loaded, store
         self._by_file = {source.file: source for source in self.sources}
         self.ids: dict[str, str] = {}  # runbook id -> its file (the first one on the search path)
-        self.duplicates: list[Problem] = []
-        for source in self.sources:
-            rid = summaries[source.file][0]
-            if rid is not None and rid in self.ids:
-                self.duplicates.append(duplicate_problem(source.file, rid, self.ids[rid]))
-            elif rid is not None:
-                self.ids[rid] = source.file
+        self.duplicates = [problem for source in self.sources
+                           if (problem := claim_id(self.ids, source.file, summaries[source.file][0]))]
         self.by_id = _LazyById(self)  # type: ignore[assignment]
         self._whole: Library | None = None
 
     @classmethod
     def open(cls, files: Sequence[Path], roots: Sequence[str], store: Store) -> IndexedLibrary:
+        """The library of `files`: summaries from the index where a file is unchanged, the other
+        files loaded now (and the index written again)."""
         sources = read_sources(files)
         index = read_index(store, roots)
-        summaries: dict[str, Summary] = {}
-        loaded: dict[str, LoadResult] = {}
-        misses = []
-        for source in sources:
-            entry = index.get(source.file)
-            if source.failed is not None:
-                loaded[source.file] = source.failed
-                summaries[source.file] = summarize(source.failed)
-            elif entry is not None and entry[0] == source.digest:
-                summaries[source.file] = entry[1]
-            else:
-                misses.append(source)
-        for source, result in zip(misses, load_sources(misses, store), strict=True):
-            loaded[source.file] = result
-            summaries[source.file] = summarize(result)
+        known = {source.file: entry[1] for source in sources if source.failed is None
+                 and (entry := index.get(source.file)) is not None and entry[0] == source.digest}
+        loaded = load_by_file([source for source in sources if source.file not in known], store)
+        summaries = {source.file: known[source.file] if source.file in known
+                     else summarize(loaded[source.file]) for source in sources}
         readable = {s.file: (s.digest, summaries[s.file]) for s in sources if s.failed is None}
-        if misses or readable.keys() != index.keys():
+        if readable != index:  # a file new, changed or gone since the index was written
             write_index(store, roots, readable)
         return cls(sources, summaries, loaded, store)
 
     def load(self, file: str) -> LoadResult:
         """The LoadResult of one file of the library (loaded once)."""
-        result = self.loaded.get(file)
-        if result is None:
-            source = self._by_file[file]
-            result = (self.store.get_result(file, source.digest, source.text)
-                      or check_many([source], self.store)[0])
-            self.loaded[file] = result
-        return result
+        self._load([self._by_file[file]])
+        return self.loaded[file]
+
+    def _load(self, sources: Sequence[Source]) -> None:
+        """Load those of `sources` not loaded yet and keep their results."""
+        self.loaded.update(load_by_file([s for s in sources if s.file not in self.loaded], self.store))
 
     def _library(self) -> Library:
         """Every file loaded and checked together, as `load_library` gives them."""
         if self._whole is None:
-            missing = [s for s in self.sources if s.file not in self.loaded]
-            for source, result in zip(missing, load_sources(missing, self.store), strict=True):
-                self.loaded[source.file] = result
+            self._load(self.sources)
             self._whole = assemble(self.loaded[s.file] for s in self.sources)
         return self._whole
 

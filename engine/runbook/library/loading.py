@@ -66,6 +66,11 @@ def load_sources(sources: Sequence[Source], store: Store) -> list[LoadResult]:
     return [r for r in results if r is not None]
 
 
+def load_by_file(sources: Sequence[Source], store: Store) -> dict[str, LoadResult]:
+    """Each source's LoadResult (as `load_sources` gives it), by file."""
+    return {source.file: result for source, result in zip(sources, load_sources(sources, store), strict=True)}
+
+
 def check_many(sources: Sequence[Source], store: Store) -> list[LoadResult]:
     """Parse and check each source (in worker processes when there are many) and cache it."""
     if len(sources) >= PARALLEL_MIN and (os.cpu_count() or 1) > 1:

@@ -109,22 +109,29 @@ def load_library(paths: Iterable[Path] | None = None, store: Store | None = None
 def assemble(results: Iterable[LoadResult]) -> Library:
     """A library of loaded files, in search-path order: the first file of an id wins."""
     library = Library()
+    owners: dict[str, str] = {}
     for result in results:
         library.results.append(result)
         library.problems.extend(result.problems)
-        if result.runbook is None:
-            continue
-        rid = result.runbook.id
-        if rid in library.by_id:
-            library.problems.append(duplicate_problem(result.path, rid, library.by_id[rid].path))
-            continue
-        library.by_id[rid] = result
+        rid = result.runbook.id if result.runbook is not None else None
+        duplicate = claim_id(owners, result.path, rid)
+        if duplicate is not None:
+            library.problems.append(duplicate)
+        elif rid is not None:
+            library.by_id[rid] = result
     _check_cross_references(library)
     return library
 
 
-def duplicate_problem(file: str, rid: str, first: str) -> Problem:
-    return Problem(file, 1, 1, ("id",), f"runbook id {rid!r} is also defined in {first}")
+def claim_id(owners: dict[str, str], file: str, rid: str | None) -> Problem | None:
+    """Give runbook id `rid` to `file` in `owners` (id -> file), files coming in search-path
+    order: the first file of an id keeps it, a later one gets this problem instead."""
+    if rid is None:
+        return None
+    if rid in owners:
+        return Problem(file, 1, 1, ("id",), f"runbook id {rid!r} is also defined in {owners[rid]}")
+    owners[rid] = file
+    return None
 
 
 def _check_cross_references(library: Library) -> None:
