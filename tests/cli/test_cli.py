@@ -33,6 +33,26 @@ def test_help_imports_nothing_heavy() -> None:
     assert out.stderr.strip() == "[]"
 
 
+def test_a_subcommands_help_imports_only_its_own_arguments() -> None:
+    """`runbook CMD --help` imports CMD's room and its `args.py` (and `common_args.py`), nothing
+    of another command, not its `command.py`, and no heavy library: a room's `__init__.py` holds
+    no code."""
+    code = ("import contextlib, io, json, sys; from runbook.cli import COMMANDS, main\n"
+            "seen, found = set(sys.modules), {}\n"
+            "for name in COMMANDS:\n"
+            "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "        main([name, '--help'])\n"
+            "    found[name] = sorted(set(sys.modules) - seen)\n"
+            "    seen = set(sys.modules)\n"
+            "print(json.dumps(found))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    for name, modules in json.loads(out.stdout).items():
+        room = COMMANDS[name][0]
+        ours = {m for m in modules if m.startswith("runbook")}
+        assert ours <= {room, f"{room}.args", "runbook.cli.common_args"} and f"{room}.args" in ours, name
+        assert not [m for m in modules if m.split(".")[0] in ("yaml", "jinja2", "jsonschema", "ray")], name
+
+
 def test_lint_of_broken_runbooks_prints_one_line_each_and_exits_2(runbook_cli) -> None:
     out = runbook_cli("lint", str(BROKEN))
     assert out.returncode == 2
