@@ -1,31 +1,31 @@
 """The actor the Ray transport keeps on each Ray node for a whole run: one serving probe per node.
 
-Standard library only, and shipped to the nodes by value (ray_cluster registers this module
-with cloudpickle), so the nodes need Ray but not runbook. The actor writes the probe bundle to
-the node's cache directory once, starts `python BUNDLE --serve` in a session of its own and
-answers one check per call: a request line in, an answer line out. A check that outlives its
-timeout gets the probe's whole process group killed; the next check starts a fresh probe.
+Standard library only, and shipped to the nodes by value with the probe pipe it talks through
+(ray_cluster registers both modules with cloudpickle), so the nodes need Ray but not runbook.
+The actor writes the probe bundle to the node's cache directory once, starts `python BUNDLE
+--serve --stop-at-eof` in a session of its own and answers one check per call: a request line
+in, an answer line out (_probe_pipe.py). A check that outlives its timeout gets the probe's
+whole process group killed; the next check starts a fresh probe.
 
 It is a threaded actor (two calls at once), so that `stop()` can kill a busy probe while
-`check()` waits on it; checks themselves run one at a time under a lock.
+`check()` waits on it (the cancel pipe wakes that wait at once); checks themselves run one at
+a time under a lock.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
-import queue
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+from runbook.transports._probe_pipe import ProbePipe, spawn
+
 TERM_WAIT_S = 0.3  # after SIGTERM, before SIGKILL: the probe kills its commands' groups
-KILL_WAIT_S = 2.0
 
 
 def install(bundle: bytes, name: str) -> str:
@@ -45,50 +45,6 @@ def install(bundle: bytes, name: str) -> str:
     raise OSError(f"cannot write the probe bundle under ~/.cache or {tempfile.gettempdir()}")
 
 
-class _Probe:
-    """One serving probe process; its stdout lines arrive on a queue (None: it exited)."""
-
-    def __init__(self, argv: list[str]) -> None:
-        # --stop-at-eof: should this worker die (ray.kill, a crash), the end of the probe's input
-        # stops the check under way with its commands (a probe without the flag ignores it).
-        self.proc = subprocess.Popen(argv + ["--serve", "--stop-at-eof"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.stderr: collections.deque[bytes] = collections.deque(maxlen=20)
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put, True),
-                         daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append, False),
-                         daemon=True).start()
-
-    @staticmethod
-    def _pump(stream: Any, sink: Any, mark_end: bool) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            for line in iter(stream.readline, b""):
-                sink(line)
-            stream.close()  # here, not in stop(): a command left holding the pipe would block it
-        if mark_end:  # stdout ended: the probe exited
-            sink(None)
-
-    def ask(self, line: bytes, wait: float) -> bytes | None:
-        """The answer line; None when the probe exited. Raises queue.Empty past `wait`."""
-        self.proc.stdin.write(line)  # type: ignore[union-attr]
-        self.proc.stdin.flush()  # type: ignore[union-attr]
-        return self.lines.get(timeout=wait)
-
-    def stop(self) -> None:
-        """SIGTERM the group (the probe kills its commands' groups), then SIGKILL it."""
-        for signum, wait in ((signal.SIGTERM, TERM_WAIT_S), (signal.SIGKILL, KILL_WAIT_S)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signum)
-            try:
-                self.proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()  # type: ignore[union-attr]
-
-
 class ProbeServer:
     """Lives on one Ray node for a run and answers its checks through one serving probe."""
 
@@ -98,9 +54,11 @@ class ProbeServer:
             self.path = install(bundle, name)
         except OSError as exc:  # reported by each check, not as a failed actor
             self.install_error = str(exc)
-        self.probe: _Probe | None = None
+        self.probe: ProbePipe | None = None
         self.python = ""
         self.lock = threading.Lock()
+        self.cancel_r, self.cancel_w = os.pipe()  # readable once stop() runs: a waiting check returns
+        os.set_blocking(self.cancel_r, False)
 
     def node_id(self) -> str:
         import ray
@@ -113,35 +71,53 @@ class ProbeServer:
             if self.install_error:
                 return {"error": self.install_error}
             python = python or sys.executable
-            probe = self.probe
-            if probe is None or probe.proc.poll() is not None or python != self.python:
-                if probe is not None:
-                    probe.stop()
-                try:
-                    probe = self.probe = _Probe([python, self.path])
-                except OSError as exc:
-                    self.probe = None
-                    return {"error": f"cannot start {python}: {exc.strerror or exc}"}
-                self.python = python
             try:
-                line = probe.ask(request_line, max(0.1, timeout + grace))
-            except queue.Empty:
-                self._drop(probe)
-                return {"timed_out": True}
-            except (OSError, ValueError):  # its stdin is closed: the probe is gone
-                line = None
+                probe = self._probe(python)
+            except OSError as exc:
+                return {"error": f"cannot start {python}: {exc.strerror or exc}"}
+            deadline = time.monotonic() + max(0.1, timeout + grace)
+            line = probe.ask(request_line, deadline)
             if line is not None:
                 return {"stdout": line}
             self._drop(probe)
-            return {"returncode": probe.proc.returncode, "stderr": b"".join(probe.stderr)}
+            if not probe.ended and time.monotonic() >= deadline:
+                return {"timed_out": True}
+            return {"returncode": probe.proc.returncode, "stderr": bytes(probe.stderr)}
 
     def stop(self) -> None:
         """Kill the probe, busy or not (the run is stopping); runs beside a waiting check()."""
+        with contextlib.suppress(OSError):
+            os.write(self.cancel_w, b"x")
         probe, self.probe = self.probe, None
-        if probe is not None:
-            probe.stop()
+        if probe is None:
+            return
+        probe.kill(TERM_WAIT_S)
+        if self.lock.acquire(blocking=False):  # no check() holds it: its pipes are closed here
+            try:
+                probe.release()
+            finally:
+                self.lock.release()
 
-    def _drop(self, probe: _Probe) -> None:
-        probe.stop()
+    def _probe(self, python: str) -> ProbePipe:
+        """The serving probe, started afresh where there is none, it exited or `python` changed."""
+        probe = self.probe
+        if probe is not None and probe.proc.poll() is None and python == self.python:
+            return probe
+        if probe is not None:
+            self._drop(probe)
+        with contextlib.suppress(OSError):  # a stop() before this probe is not for it
+            while os.read(self.cancel_r, 4096):
+                pass
+        # --stop-at-eof: should this worker die (ray.kill, a crash), the end of the probe's input
+        # stops the check under way with its commands.
+        self.probe = ProbePipe(spawn([python, self.path, "--serve", "--stop-at-eof"]), self.cancel_r)
+        self.python = python
+        return self.probe
+
+    def _drop(self, probe: ProbePipe) -> None:
+        """Kill the probe's group, keep what is left of its stderr and close its pipes."""
+        probe.kill(TERM_WAIT_S)
+        probe.exit_code(0)
+        probe.release()
         if self.probe is probe:
             self.probe = None

@@ -6,8 +6,8 @@ node affinity); the actor writes the bundle to the node's cache directory and ke
 serving probe, run with the Ray worker's own Python (the training environment's), for the
 whole run. Each check is then one actor call: no task to schedule and no worker to start per
 check. A check past its timeout gets the probe's process group killed on the node. The
-actor's code is shipped by value (runbook.transports._ray_actor), so nodes need Ray, not
-runbook.
+actor's code is shipped by value (runbook.transports._ray_actor, and the probe pipe it shares
+with the SSH transport: _probe_pipe), so nodes need Ray, not runbook.
 
 A node whose Ray node dies (before or during a check) is `unreachable`, never an exception.
 `ray` is an optional dependency, imported only when this transport is used.
@@ -134,12 +134,13 @@ def _first_line(exc: BaseException) -> str:
 
 @lru_cache(maxsize=1)
 def _actor_class() -> Any:
-    """The probe actor class. Its module travels by value, so the nodes need no runbook;
+    """The probe actor class. Its modules travel by value, so the nodes need no runbook;
     two calls at once, so that stop() reaches a probe a check is waiting on."""
     ray = _ray()
-    from runbook.transports import _ray_actor
+    from runbook.transports import _probe_pipe, _ray_actor
 
-    ray.cloudpickle.register_pickle_by_value(_ray_actor)
+    for module in (_probe_pipe, _ray_actor):  # the actor's module and the pipe it talks through
+        ray.cloudpickle.register_pickle_by_value(module)
     return ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0,
                       max_concurrency=2)(_ray_actor.ProbeServer)
 

@@ -33,7 +33,6 @@ import os
 import re
 import resource
 import shlex
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +42,7 @@ from typing import Any
 
 from runbook.transports import INTERRUPTED, Node, ProbeAnswer
 from runbook.transports import _openssh as openssh
+from runbook.transports._probe_pipe import spawn
 from runbook.transports._session import Session
 from runbook.transports.bundle import bundle_bytes, bundle_name
 from runbook.transports.local import parse_answer
@@ -183,9 +183,7 @@ class SshTransport:
 
     def _connect(self, node: Node, python: str) -> Session:
         try:
-            proc = subprocess.Popen(self._argv(node, self._script(node, python)), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                                    start_new_session=True)  # a Ctrl-C reaches us, not ssh
+            proc = spawn(self._argv(node, self._script(node, python)))  # a Ctrl-C reaches us, not ssh
         except OSError as exc:
             raise SshError(f"cannot run the OpenSSH client `ssh`: {exc.strerror or exc} (install "
                            "openssh-client)") from None
@@ -261,8 +259,7 @@ class SshTransport:
         payload = json.dumps({**request, "timeout": timeout}).encode() + b"\n"
         if self.closed:
             raise SshError(INTERRUPTED)
-        line = (session.read_line(time.monotonic() + timeout + KILL_GRACE_S)
-                if session.send(payload) else None)
+        line = session.ask(payload, time.monotonic() + timeout + KILL_GRACE_S)
         elapsed = time.monotonic() - start
         if line is not None:
             return parse_answer(line, b"", 0, elapsed)
