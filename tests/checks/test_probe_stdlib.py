@@ -88,7 +88,8 @@ def _every_checks_module() -> list[str]:
 def test_every_module_under_checks_imports_only_the_standard_library() -> None:
     # The registry names the check modules; their helpers and the subpackages' __init__ count too.
     modules = _every_checks_module()
-    assert {"runbook.checks.gpu", "runbook.checks.torch._fr_pickle", "runbook.checks._procfs"} <= set(modules)
+    assert {"runbook.checks.gpu", "runbook.checks.distributed._fr_pickle",
+            "runbook.checks._procfs"} <= set(modules)
     code = (
         "import json, sys; sys.path.insert(0, 'engine'); import importlib; out = {}\n"
         f"for name in {modules!r}:\n"
@@ -100,6 +101,14 @@ def test_every_module_under_checks_imports_only_the_standard_library() -> None:
     done = subprocess.run([PYTHON3, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=20)
     assert done.returncode == 0, done.stderr
     assert {name: found for name, found in json.loads(done.stdout).items() if found} == {}
+
+
+def test_no_folder_under_checks_hides_a_library_a_check_child_imports() -> None:
+    # Workers run as `python -c SOURCE`, whose sys.path starts with the working directory: run
+    # from checks/, a subpackage named torch/ made `import torch` find it and the check fail.
+    children_import = {"torch", "ray", "pyarrow", "transformers", "pynvml", "safetensors", "numpy"}
+    found = {p.stem for p in (REPO / "engine" / "runbook" / "checks").iterdir()}
+    assert found & children_import == set()
 
 
 @pytest.mark.parametrize("name", sorted(CHECK_TYPES))

@@ -16,7 +16,7 @@ if str(ENGINE) not in sys.path:
     sys.path.insert(0, str(ENGINE))
 
 from runbook.checks.base import CheckContext  # noqa: E402
-from runbook.checks.torch import flight_recorder as check  # noqa: E402
+from runbook.checks.distributed import flight_recorder as check  # noqa: E402
 from runbook.jobs import flight_recorder  # noqa: E402
 from runbook.jobs.flight_recorder import compare  # noqa: E402
 

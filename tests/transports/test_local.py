@@ -32,7 +32,7 @@ def test_bundle_holds_every_checks_subpackage_in_sorted_order() -> None:
     names = [n for n in zipfile.ZipFile(io.BytesIO(bundle_bytes())).namelist()
              if n.startswith("runbook/checks/")]
     assert names == expected
-    assert "runbook/checks/gpu/gpu.py" in names and "runbook/checks/torch/_torch_worker.py" in names
+    assert "runbook/checks/gpu/gpu.py" in names and "runbook/checks/distributed/_torch_worker.py" in names
 
 
 def test_a_check_runs_and_answers(tmp_path: Path) -> None:

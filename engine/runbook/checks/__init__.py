@@ -1,10 +1,10 @@
 """The registry of check types: type name -> module import path.
 
-Check modules are grouped by domain in subpackages (general/, files/, gpu/, host/, log/, ray/,
-torch/), each domain's private helpers beside them. Here at the top: this registry, the contract
-every check satisfies (`base.py`), and the helpers several domains share: /proc readers
-(`_procfs.py`), the kernel log (`_kernel_log.py`) and the child-process runner for checks that
-need torch or pyarrow (`_subpython.py`).
+Check modules are grouped by domain in subpackages (general/, files/, gpu/, host/, log/,
+distributed/), each domain's private helpers beside them. Here at the top: this registry, the
+contract every check satisfies (`base.py`), and the helpers several domains share: /proc
+readers (`_procfs.py`), the kernel log (`_kernel_log.py`) and the child-process runner for
+checks that need torch, pyarrow or ray (`_subpython.py`).
 
 Modules are imported only when a check of that type is linted, shown or run,
 and every module here is stdlib-only at import time (see `base.py`), so the
@@ -32,13 +32,13 @@ CHECK_TYPES: dict[str, str] = {
     "network": "runbook.checks.host.network",
     "python": "runbook.checks.general.python_snippet",
     "host": "runbook.checks.host.host",
-    "ray": "runbook.checks.ray.ray_state",
+    "ray": "runbook.checks.distributed.ray_state",
     "checkpoint": "runbook.checks.files.checkpoint",
     "dataset": "runbook.checks.files.dataset",
-    "stack": "runbook.checks.torch.stack",
-    "torch": "runbook.checks.torch.torch_info",
-    "nccl": "runbook.checks.torch.nccl",
-    "flight_recorder": "runbook.checks.torch.flight_recorder",
+    "stack": "runbook.checks.distributed.stack",
+    "torch": "runbook.checks.distributed.torch_info",
+    "nccl": "runbook.checks.distributed.nccl",
+    "flight_recorder": "runbook.checks.distributed.flight_recorder",
 }
 
 

@@ -219,8 +219,8 @@ def test_the_real_kernel_log_has_driver_lines_but_no_xid() -> None:
 def test_torch_check_reads_the_machines_cuda_torch(machine: str, tmp_path: Path, make_ctx) -> None:
     # The worker's answer on the machine (CUDA 13.0 torch 2.11, cuDNN 9.19, NCCL 2.28.9), given
     # back by a stand-in interpreter: the check must read every CUDA field from it.
-    from runbook.checks.torch import torch_info
-    from runbook.checks.torch._torch_worker import MARK
+    from runbook.checks.distributed import torch_info
+    from runbook.checks.distributed._torch_worker import MARK
 
     recorded = _recording(machine, "check_torch.json")["nodes"][0]["result"]
     worker = {name: recorded[name] for name in torch_info._TORCH_FIELDS}
@@ -236,7 +236,7 @@ def test_torch_check_reads_the_machines_cuda_torch(machine: str, tmp_path: Path,
 
 
 def test_nccl_check_on_the_machines_job() -> None:
-    from runbook.checks.torch import nccl
+    from runbook.checks.distributed import nccl
 
     # The H100 image sets NCCL_VERSION=2.28.3-1 while the job maps libnccl 2.28.9: a label of the
     # image, not a setting (the check reported it as one before the run on real hardware).
@@ -253,7 +253,7 @@ def test_nccl_check_on_the_machines_job() -> None:
 
 
 def test_nccl_banner_as_torch_2_11s_libnccl_writes_it() -> None:
-    from runbook.checks.torch import nccl
+    from runbook.checks.distributed import nccl
 
     found = nccl._BANNER.search(b"\x00NCCL version 2.28.9+cuda13.0\x00more")
     assert found and found.group(1) == b"2.28.9" and found.group(2) == b"+cuda13.0"

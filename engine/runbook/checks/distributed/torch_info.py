@@ -21,8 +21,8 @@ from typing import Any
 from runbook.checks import _procfs
 from runbook.checks._subpython import default_python, run_worker
 from runbook.checks.base import CheckContext
+from runbook.checks.distributed import _torch_worker
 from runbook.checks.host import process
-from runbook.checks.torch import _torch_worker
 
 NAME = "torch"
 SUMMARY = {

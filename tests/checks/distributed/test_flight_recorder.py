@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from runbook.checks.base import CheckContext
-from runbook.checks.torch import _fr_pickle, flight_recorder
+from runbook.checks.distributed import _fr_pickle, flight_recorder
 
 REPO = Path(__file__).resolve().parents[3]
 FR = REPO / "tests" / "data" / "flight-recorder"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from runbook.checks.base import CheckContext
-from runbook.checks.torch import nccl
+from runbook.checks.distributed import nccl
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")

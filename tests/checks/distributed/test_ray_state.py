@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from runbook.checks.base import CheckContext
-from runbook.checks.ray import ray_state
+from runbook.checks.distributed import ray_state
 
 REPO = Path(__file__).resolve().parents[3]
 HAS_RAY = importlib.util.find_spec("ray") is not None

@@ -28,8 +28,8 @@ from typing import Any
 
 from runbook.checks import _procfs
 from runbook.checks.base import CheckContext
+from runbook.checks.distributed import _fr_pickle
 from runbook.checks.host import process
-from runbook.checks.torch import _fr_pickle
 
 NAME = "flight_recorder"
 SUMMARY = {

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from runbook.checks.base import CheckContext
-from runbook.checks.torch import stack
+from runbook.checks.distributed import stack
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parents[1] / "data"

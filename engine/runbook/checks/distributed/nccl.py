@@ -20,8 +20,8 @@ from typing import Any
 
 from runbook.checks import _procfs
 from runbook.checks.base import CheckContext
+from runbook.checks.distributed import stack
 from runbook.checks.host import process
-from runbook.checks.torch import stack
 
 NAME = "nccl"
 SUMMARY = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runbook.checks.base import CheckContext
-from runbook.checks.torch import _torch_worker, torch_info
+from runbook.checks.distributed import _torch_worker, torch_info
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed here")
