@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,3 +236,60 @@ def test_the_probe_server_reports_a_missing_python(tmp_path: Path, monkeypatch: 
     server = ProbeServer(bundle_bytes(), bundle_name())
     out = server.check(b'{"check": "system"}\n', "/nonexistent/python3", 5, 0.5)
     assert out["error"].startswith("cannot start /nonexistent/python3")
+
+
+def test_stop_ends_a_check_waiting_on_a_busy_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runbook.transports._ray_actor import ProbeServer
+    from runbook.transports.bundle import bundle_bytes, bundle_name
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    server = ProbeServer(bundle_bytes(), bundle_name())
+    busy = b'{"check": "command", "with": {"run": "sleep 40.5"}, "timeout": 60}\n'
+    out: list[dict[str, Any]] = []
+    waiting = threading.Thread(target=lambda: out.append(server.check(busy, None, 60, 0.5)))
+    waiting.start()
+    deadline = time.monotonic() + 20
+    while not _processes_with(b"sleep\x0040.5") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    began = time.monotonic()
+    server.stop()  # as the actor's second thread does while check() waits
+    waiting.join(timeout=10)
+    assert not waiting.is_alive() and time.monotonic() - began < 5
+    assert "timed_out" not in out[0] and server.probe is None
+    assert _wait_until_gone(b"sleep\x0040.5")
+
+
+# The actor as Ray ships it to a node: pickled by value, then run where runbook cannot be imported.
+_NO_RUNBOOK = """
+import json, pickle, sys
+
+class NoRunbook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "runbook" or name.startswith("runbook."):
+            raise ImportError("runbook is not installed on this node")
+
+sys.meta_path.insert(0, NoRunbook())
+server_class = pickle.loads(open(sys.argv[1], "rb").read())
+server = server_class(open(sys.argv[2], "rb").read(), sys.argv[3])
+try:
+    out = server.check(b'{"check": "system"}\\n', None, 20, 0.5)
+finally:
+    server.stop()
+print(json.dumps({"answer": json.loads(out["stdout"]), "imported": sorted(
+    m for m in sys.modules if m.split(".")[0] == "runbook")}))
+"""
+
+
+def test_the_actor_runs_where_runbook_is_not_installed(tmp_path: Path) -> None:
+    from runbook.transports import _ray_actor
+    from runbook.transports.bundle import bundle_bytes, bundle_name
+
+    ray_cluster._actor_class()  # registers the actor's modules to travel by value
+    (tmp_path / "actor.pkl").write_bytes(ray.cloudpickle.dumps(_ray_actor.ProbeServer))
+    (tmp_path / "bundle").write_bytes(bundle_bytes())
+    done = subprocess.run([sys.executable, "-c", _NO_RUNBOOK, str(tmp_path / "actor.pkl"),
+                           str(tmp_path / "bundle"), bundle_name()], capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["imported"] == [] and "hostname" in out["answer"]["result"], out
