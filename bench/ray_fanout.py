@@ -4,9 +4,9 @@ projection to 2,000 nodes.
     .venv/bin/python bench/ray_fanout.py [--nodes 8] [--repeat 3] [--json]
 
 For each size n (powers of two up to --nodes, and --nodes itself) it starts a real Ray cluster
-of n nodes on this machine (scenarios/ray_cluster.py: a head and n-1 workers, one CPU and a
+of n nodes on this machine (scenarios/clusters/ray.py: a head and n-1 workers, one CPU and a
 78 MiB object store each) and times `runbook run fanout-5 --executor ray` on it; then the same
-runbook over SSH on n fake OpenSSH hosts (scenarios/cluster.py). Each run is verified: exit 0,
+runbook over SSH on n fake OpenSSH hosts (scenarios/clusters/ssh.py). Each run is verified: exit 0,
 and every node concluded `all-read`. It reports wall-clock seconds and the client's CPU seconds
 (the runbook process and its children), per node and per check, the medians of --repeat runs.
 
@@ -43,8 +43,8 @@ for path in (ROOT, ROOT / "engine"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from scenarios.cluster import Cluster, ClusterError, find_python_dir, requirements_missing  # noqa: E402
-from scenarios.ray_cluster import RayCluster  # noqa: E402
+from scenarios.clusters.ray import RayCluster  # noqa: E402
+from scenarios.clusters.ssh import Cluster, ClusterError, find_python_dir, requirements_missing  # noqa: E402
 
 RUNBOOKS = ROOT / "bench" / "fanout" / "runbooks"
 RUNBOOK_ID, CONCLUSION, CHECKS = "fanout-5", "all-read", 5
@@ -302,7 +302,7 @@ def run_sizes(sizes: list[int], repeat: int, work: Path, log: Path, progress: An
         point = Point("ray", n)
         try:
             with RayCluster.start(n) as rc:
-                progress(f"# {n} Ray node(s) up in {rc.started_s:.1f} s")
+                progress(f"# {n} Ray node(s) up in {rc.startup_s:.1f} s")
                 measure(point, lambda rc=rc, n=n: timed_run(ray_argv(rc.address, log), env, None, n), repeat)
                 if not point.error:
                     point.split = split_cost(rc.address, log)

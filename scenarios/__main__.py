@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from scenarios.launch import SCENARIOS, ScenarioError, load, start, stop_dir
+from scenarios.jobs import SCENARIOS, ScenarioError, load, start, stop_dir
 
 
 def main(argv: list[str] | None = None) -> int:

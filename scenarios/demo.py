@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scenarios.launch import Scenario, start
+from scenarios.jobs import Scenario, start
 
 RUNBOOK = str(Path(sys.executable).with_name("runbook"))
 BOLD, DIM, RESET = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if sys.stdout.isatty() else ("", "", "")

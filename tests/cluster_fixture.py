@@ -1,14 +1,10 @@
-"""Pytest fixtures for the fake multi-host cluster of scenarios/cluster.py.
+"""Pytest fixtures for the fake multi-host cluster of scenarios/clusters/ssh.py.
 
 Not a conftest (tests/conftest.py is left alone): a test module imports the fixtures it
 uses by assignment (an assignment, not `from ... import`, keeps ruff's F811 quiet when a
 test argument has the fixture's name)::
 
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
-    import cluster_fixture  # noqa: E402
+    from tests import cluster_fixture
 
     make_cluster = cluster_fixture.make_cluster
     cluster = cluster_fixture.cluster
@@ -28,88 +24,40 @@ Fixtures:
                   or a slow sshd); stopped at teardown. Pair it with Cluster.add_alias.
 
 Every fixture skips the test, with the reason shown in the skip and as a warning, when the
-machine cannot run one (no /usr/sbin/sshd, no util-linux tools, or not root).
+machine cannot run one (no /usr/sbin/sshd, no util-linux tools, or not root), except in CI,
+where it fails (tests/daemon_fixture.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
-import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # the repository root, for `scenarios`
-    sys.path.insert(0, str(ROOT))
-_mod = sys.modules.get("scenarios")
-if _mod is not None and getattr(_mod, "__file__", None) is None:
-    # tests/scenarios/ (no __init__.py) was imported as a namespace package `scenarios`
-    del sys.modules["scenarios"]
+from tests.daemon_fixture import Availability, Factory, factory_fixture
 
-from scenarios.cluster import Cluster, requirements_missing  # noqa: E402
+# after tests.daemon_fixture, which makes sure `scenarios` is the repository's package
+from scenarios.clusters.ssh import Cluster, requirements_missing  # isort: skip
 
-UNAVAILABLE = "; ".join(requirements_missing())
-SKIP_REASON = f"fake cluster unavailable on this machine: {UNAVAILABLE}"
-needs_cluster = pytest.mark.skipif(bool(UNAVAILABLE), reason=SKIP_REASON)
+SSH = Availability("fake cluster", tuple(requirements_missing()))
+needs_cluster = SSH.mark
 
 MakeCluster = Callable[..., Cluster]
 
 
-def _skip_if_unavailable() -> None:
-    if UNAVAILABLE and os.environ.get("CI"):
-        # CI installs sshd itself (make setup): a missing cluster there is a broken set-up,
-        # and skipping would hide every SSH test.
-        pytest.fail(f"{SKIP_REASON} (CI must run these tests)")
-    if UNAVAILABLE:
-        warnings.warn(SKIP_REASON, stacklevel=2)
-        pytest.skip(SKIP_REASON)
+def _factory(tmp_path_factory: pytest.TempPathFactory) -> Factory[Cluster]:
+    # port=None: a free port, retried on collision
+    return Factory(Cluster.start, SSH, tmp_path_factory, "cluster", base_arg="base",
+                   defaults={"port": None})
 
 
-class _Factory:
-    def __init__(self, tmp_factory: pytest.TempPathFactory) -> None:
-        self.tmp_factory = tmp_factory
-        self.made: list[Cluster] = []
-
-    def __call__(self, n: int, **kwargs: Any) -> Cluster:
-        _skip_if_unavailable()
-        kwargs.setdefault("port", None)  # a free port, retried on collision
-        base = kwargs.pop("base", None) or self.tmp_factory.mktemp("cluster")
-        cl = Cluster.start(n, base, **kwargs)
-        self.made.append(cl)
-        return cl
-
-    def close(self) -> None:
-        errors = [cl for cl in self.made if not cl.stop()]
-        self.made.clear()
-        if errors:
-            warnings.warn(f"fake cluster hosts still alive after stop(): {errors}", stacklevel=2)
-
-
-@pytest.fixture
-def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeCluster]:
-    """make_cluster(n, **kwargs) -> a started Cluster, stopped at teardown."""
-    factory = _Factory(tmp_path_factory)
-    try:
-        yield factory
-    finally:
-        factory.close()
-
-
-@pytest.fixture(scope="module")
-def _module_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeCluster]:
-    factory = _Factory(tmp_path_factory)
-    try:
-        yield factory
-    finally:
-        factory.close()
+make_cluster = factory_fixture("make_cluster", _factory,
+                               doc="make_cluster(n, **kwargs) -> a started Cluster, stopped at teardown.")
+_module_cluster_factory = factory_fixture("_module_cluster_factory", _factory, scope="module")
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 Run from the repository root:
     .venv/bin/python bench/fanout/run.py [--hosts 64] [--repeat 3] [--only runbook] [--json] [--keep]
 
-It starts a fake cluster of N OpenSSH hosts on this machine (scenarios/cluster.py: one sshd per
+It starts a fake cluster of N OpenSSH hosts on this machine (scenarios/clusters/ssh.py: one sshd per
 host, each in its own PID/mount/UTS namespaces, on 127.0.0.2..., then 127.0.1.1... past 253
 hosts), writes a small log, runs runbook once on every host untimed (it copies the probe to
 each), then times the same five reads (system, processes, the end of the log, the NCCL
@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from runbook.transports.ssh import raise_fd_limit  # noqa: E402
-from scenarios.cluster import (  # noqa: E402  (needs the repository root on sys.path)
+from scenarios.clusters.ssh import (  # noqa: E402  (needs the repository root on sys.path)
     Cluster,
     ClusterError,
     find_python_dir,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.launch import Scenario, start
+from scenarios.jobs import Scenario, start
 
 
 @pytest.fixture

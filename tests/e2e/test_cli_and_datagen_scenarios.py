@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.launch import SCENARIO_ROOT, Scenario, group_members
+from scenarios.jobs import SCENARIO_ROOT, Scenario, group_members
 
 pytestmark = pytest.mark.e2e
 

@@ -19,7 +19,7 @@ import pytest
 
 from runbook.collect.archive import COLLECTED, FIXED_MTIME, UNREACHABLE
 from runbook.collect.sections import SECTIONS
-from scenarios.launch import SCENARIO_ROOT, start
+from scenarios.jobs import SCENARIO_ROOT, start
 from tests import cluster_fixture
 
 pytestmark = pytest.mark.e2e

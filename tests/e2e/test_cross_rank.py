@@ -1,6 +1,6 @@
 """Failures only visible across ranks: real 4-rank gloo jobs, one rank per host of a fake cluster.
 
-Each scenario (scenarios/gloo_*) is one rank of a real torch.distributed job on CPU; rank R
+Each scenario (scenarios/jobs/gloo_*) is one rank of a real torch.distributed job on CPU; rank R
 runs on node0{R+1} with RANK=R WORLD_SIZE=4 MASTER_ADDR=<node01's address>, as a multi-node
 launcher starts them. Looked at one host at a time every rank seems fine (it waits in a
 collective, or polls, or sleeps); only the job-level analyses of `runbook run training-hang`
@@ -29,7 +29,8 @@ from typing import Any
 
 import pytest
 
-from scenarios.cluster import SYSTEM_PATH, Cluster, free_port
+from scenarios.clusters.net import free_port
+from scenarios.clusters.ssh import SYSTEM_PATH, Cluster
 from tests import cluster_fixture
 
 pytestmark = pytest.mark.e2e

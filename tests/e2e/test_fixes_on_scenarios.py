@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from scenarios.launch import Scenario, start
+from scenarios.jobs import Scenario, start
 
 pytestmark = pytest.mark.e2e
 RUN_TIMEOUT_S = 240  # one `runbook run` (walk + fixes); the fixes themselves stop at 120 s

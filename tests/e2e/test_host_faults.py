@@ -1,7 +1,7 @@
 """Every way a host can fail, in one `runbook run` over SSH: the healthy hosts conclude as
 usual and each broken one gets its own precise reason, in the JSON and the text report.
 
-Real faults on the loopback cluster of scenarios/cluster.py: a host that is down, one whose
+Real faults on the loopback cluster of scenarios/clusters/ssh.py: a host that is down, one whose
 host key changed, one without python3, one whose sshd dies mid-run, one whose disk is full,
 one where a check hangs, one behind a slow link and one behind a link too slow to connect.
 """

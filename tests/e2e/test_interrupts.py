@@ -27,7 +27,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from scenarios.launch import SCENARIO_ROOT
+from scenarios.jobs import SCENARIO_ROOT
 from tests import cluster_fixture
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from runbook.checks.host.port import listening_sockets
-from scenarios.launch import group_members
+from scenarios.jobs import group_members
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                                    reason="the scenarios need torch")]

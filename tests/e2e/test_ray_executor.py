@@ -10,23 +10,24 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from scenarios.launch import start
+from scenarios.clusters.ray import RayCluster
+from scenarios.jobs import start
+from tests import ray_fixture
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def ray_address() -> Iterator[str]:
-    from scenarios.ray_cluster import RayCluster
+ray_cluster = ray_fixture.ray_cluster
 
-    with RayCluster.start(3) as rc:  # on loopback, one CPU and a small object store per node
-        yield rc.address
+
+@pytest.fixture(scope="module")
+def ray_address(ray_cluster: RayCluster) -> str:
+    return ray_cluster.address  # three nodes on loopback, one CPU and a small object store each
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
 """`runbook run training-hang --executor ray` on eight real Ray nodes: a head and seven workers.
 
-One cluster for the module (scenarios/ray_cluster.py: one CPU and a 78 MiB object store per
+One cluster for the module (scenarios/clusters/ray.py: one CPU and a 78 MiB object store per
 node, everything on loopback). The nodes share this machine, so each sees the same faulty
 job and must reach the same conclusion. Then worker nodes die: one between two checks of a
 walk, one in the middle of a check; each is `unreachable` with a reason, and the rest go on.
@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from runbook.transports import Node, ProbeAnswer
-from scenarios.launch import Scenario, start
-from scenarios.ray_cluster import RayCluster
+from scenarios.clusters.ray import RayCluster
+from scenarios.jobs import Scenario, start
+from tests import ray_fixture
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.e2e
@@ -30,10 +31,12 @@ NODES = 8
 EXPECTED = "dataloader-accumulating"
 
 
+make_ray_cluster = ray_fixture.make_ray_cluster
+
+
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[RayCluster]:
-    with RayCluster.start(NODES) as rc:
-        yield rc
+def cluster(make_ray_cluster: ray_fixture.MakeRayCluster) -> RayCluster:
+    return make_ray_cluster(NODES)
 
 
 @pytest.fixture(scope="module")

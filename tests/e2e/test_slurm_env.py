@@ -1,4 +1,4 @@
-"""The real Slurm of scenarios/slurm.py works: munged, slurmctld and two slurmd on this machine.
+"""The real Slurm of scenarios/clusters/slurm.py works: munged, slurmctld and two slurmd on this machine.
 
 What a Slurm runbook can count on here (Slurm 22.05): sinfo, sbatch, srun (in a batch script,
 and `srun --jobid ID --overlap` into a running job), `scontrol -o show job` (22.05's scontrol
@@ -112,8 +112,8 @@ def test_stop_kills_every_daemon_and_job_process(make_slurm):
 
 
 def test_cli_up_and_sigterm(tmp_path):
-    slurm_fixture._skip_if_unavailable()
-    proc = subprocess.Popen([sys.executable, "-m", "scenarios.slurm", "up", "1", "--dir",
+    slurm_fixture.SLURM.require()
+    proc = subprocess.Popen([sys.executable, "-m", "scenarios.clusters.slurm", "up", "1", "--dir",
                              str(tmp_path / "s")], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

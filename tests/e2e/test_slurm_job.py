@@ -1,4 +1,4 @@
-"""`runbook run training-hang --slurm-job ID` against a real Slurm (scenarios/slurm.py): the nodes,
+"""`runbook run training-hang --slurm-job ID` against a real Slurm (scenarios/clusters/slurm.py): the nodes,
 the log and the ranks come from the job; the checks run inside its allocation (one srun step
 per round, --overlap), never over SSH; a job that ended is explained from Slurm and its log."""
 
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from scenarios.cluster import free_port
+from scenarios.clusters.net import free_port
 from tests import slurm_fixture
 
 pytestmark = pytest.mark.e2e
 slurm = slurm_fixture.slurm
 ROOT = Path(__file__).resolve().parents[2]
-TRAIN = ROOT / "scenarios" / "slurm_gloo" / "train.py"
+TRAIN = ROOT / "scenarios" / "jobs" / "slurm_gloo" / "train.py"
 PYTHON = sys.executable
 
 

@@ -1,5 +1,5 @@
 """`--slurm-nodes HOSTLIST` and `runbook collect --slurm-job ID` against a real Slurm
-(scenarios/slurm.py): idle nodes are held for the run in one `runbook-health` allocation
+(scenarios/clusters/slurm.py): idle nodes are held for the run in one `runbook-health` allocation
 (salloc --no-shell), checked through it (srun --overlap steps, no SSH) and given back at the
 end, on Ctrl-C too; a drained node is named in one line; collect gathers a running job's nodes."""
 

@@ -220,7 +220,7 @@ def test_hosts_by_address_with_a_slurm_hostlist(make_cluster, tmp_path: Path) ->
 
 
 def test_cluster_addresses_go_on_past_127_0_0_254() -> None:
-    from scenarios.cluster import host_address
+    from scenarios.clusters.net import host_address
 
     assert [host_address(p) for p in (2, 254, 255, 256, 508, 509)] == [
         "127.0.0.2", "127.0.0.254", "127.0.1.1", "127.0.1.2", "127.0.1.254", "127.0.2.1"]

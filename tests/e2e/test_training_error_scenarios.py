@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from scenarios.launch import SCENARIO_ROOT, SCENARIOS, Scenario, group_members
+from scenarios.jobs import SCENARIO_ROOT, SCENARIOS, Scenario, group_members
 
 pytestmark = [
     pytest.mark.e2e,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.launch import Scenario
+from scenarios.jobs import Scenario
 
 pytestmark = pytest.mark.e2e
 GPU_TIMEOUT_S = 8.0  # training-hang's gpu steps

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.launch import start
+from scenarios.jobs import start
 
 pytestmark = pytest.mark.e2e
 

@@ -20,19 +20,24 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from runbook.transports import Node, get_transport, ray_cluster  # noqa: E402
 from runbook.transports.ray_cluster import RayTransport, discover_nodes  # noqa: E402
-from scenarios.ray_cluster import RayCluster  # noqa: E402
+from scenarios.clusters.ray import RayCluster  # noqa: E402
+from tests import ray_fixture  # noqa: E402
 
 SYSTEM = {"check": "system", "with": {}}
 
 
+make_ray_cluster = ray_fixture.make_ray_cluster
+
+
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    rc = RayCluster.start(3)  # on loopback, one CPU and a small object store per node
+def cluster(make_ray_cluster: ray_fixture.MakeRayCluster) -> Iterator[Cluster]:
+    """Three nodes on loopback, one CPU and a small object store each; this driver leaves
+    before the cluster stops."""
+    rc: RayCluster = make_ray_cluster(3)
     try:
         yield rc.cluster
     finally:
         ray.shutdown()
-        rc.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The SSH transport against real sshds (scenarios/cluster.py): each broken host gets its own
+"""The SSH transport against real sshds (scenarios/clusters/ssh.py): each broken host gets its own
 one-line reason, and close() (Ctrl-C) stops busy probes and pending connects at once."""
 
 from __future__ import annotations

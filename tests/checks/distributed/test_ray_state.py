@@ -373,7 +373,7 @@ def _is_raylet_of(entry: Path, address: str) -> bool:
 @pytest.fixture(scope="module")
 def ray_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
     """start(name, ready_regex) -> (scenario, gcs address); all stopped (and checked) at the end."""
-    from scenarios.launch import start
+    from scenarios.jobs import start
 
     started: list[Any] = []
 

@@ -23,11 +23,11 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from scenarios.launch import Scenario, ScenarioError, start  # noqa: E402
+from scenarios.jobs import Scenario, ScenarioError, start  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
 PY_SPY = shutil.which("py-spy") or shutil.which("py-spy", path=BIN)
-SCENARIO_PY = "scenarios/ddp_mismatch/train.py"
+SCENARIO_PY = "ddp_mismatch/train.py"  # scenarios/jobs/ now, scenarios/ in the recorded dumps
 
 
 def _has_torch() -> bool:

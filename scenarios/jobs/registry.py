@@ -1,0 +1,318 @@
+"""The registry of scenario jobs: what each reproduces and what a correct diagnosis says.
+
+Standard library only (the launcher imports it on test-cluster nodes with a bare python3).
+A job's script is `SCENARIO_ROOT/<script>`: one folder per job beside this file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SCENARIO_ROOT = Path(__file__).resolve().parent  # scenarios/jobs/: one folder per job
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """What a scenario reproduces and what a correct diagnosis of it says."""
+
+    name: str
+    script: str  # path of its train.py, relative to SCENARIO_ROOT (scenarios/jobs/)
+    description: dict[str, str]  # {"en": ..., "zh": ...}
+    taxonomy: str | None  # the expected taxonomy id; None when nothing is wrong
+    severity: str | None = None  # the expected severity where the scenario fixes it
+    seed: str | None = None  # the field note it reproduces (file in seeds/)
+    related: tuple[str, ...] = ()  # other taxonomy ids a diagnosis may also name
+    fake_bin: str | None = None  # directory of fake tools to put first on the tool's PATH
+    requires: tuple[str, ...] = ()  # modules beyond the standard library the job imports
+
+
+SCENARIOS: dict[str, ScenarioSpec] = {
+    "loader_accumulating": ScenarioSpec(
+        name="loader_accumulating",
+        script="loader_accumulating/train.py",
+        description={
+            "en": "Model initialised, one CPU core at 100% tokenising short documents, no "
+                  "training step yet: the data loader accumulates B*T+1 = 65537 tokens "
+                  "before it yields the first batch (about 120 s / speed).",
+            "zh": "模型已初始化，单个 CPU 核心 100% 在对短文档做 tokenize，训练循环尚未开始："
+                  "数据加载器要累积 B*T+1 = 65537 个 token 才产出第一个批次（约 120 秒 / speed）。",
+        },
+        taxonomy="hang.dataloader",
+        seed="000_dadab12364f791e6.txt",
+    ),
+    "nvidia_smi_hang": ScenarioSpec(
+        name="nvidia_smi_hang",
+        script="nvidia_smi_hang/train.py",
+        description={
+            "en": "Self-play RL job whose log stops at \"Collecting trajectories...\": its "
+                  "workers are stuck initialising their engine, the main process waits on "
+                  "them forever (all in state S, no CPU), and nvidia-smi hangs.",
+            "zh": "自我对弈强化学习任务，日志停在 \"Collecting trajectories...\"：worker 卡在"
+                  "引擎初始化，主进程无限等待结果（全部处于 S 状态，不占 CPU），nvidia-smi 卡住。",
+        },
+        taxonomy="hang.gpu-driver",
+        seed="001_1ea3a68e4614ca9e.txt",
+        related=("hang.ray-init", "hang.ray-collect"),
+        fake_bin="nvidia_smi_hang/bin",
+    ),
+    "healthy": ScenarioSpec(
+        name="healthy",
+        script="healthy/train.py",
+        description={
+            "en": "A healthy job: linear regression trained by gradient descent, a step line "
+                  "twice a second with a falling loss. Nothing to find.",
+            "zh": "健康的任务：用梯度下降训练线性回归，每秒两行 step 日志，loss 持续下降。没有问题。",
+        },
+        taxonomy=None,
+        severity="ok",
+    ),
+    "ray_actor_init_hang": ScenarioSpec(
+        name="ray_actor_init_hang",
+        script="ray_actor_init_hang/train.py",
+        description={
+            "en": "Self-play RL job on its own local Ray cluster whose log stops at \"Collecting "
+                  "trajectories...\": its 8 Ray actors block in __init__ (engine init), stay "
+                  "PENDING_CREATION, and the driver waits in ray.get forever. Needs ray.",
+            "zh": "在自己的本地 Ray 集群上运行的自我对弈强化学习任务，日志停在 \"Collecting "
+                  "trajectories...\"：8 个 Ray actor 卡在 __init__（引擎初始化），一直处于 "
+                  "PENDING_CREATION，driver 在 ray.get 中无限等待。需要 ray。",
+        },
+        taxonomy="hang.ray-init",
+        seed="001_1ea3a68e4614ca9e.txt",
+        related=("hang.ray-collect",),
+        requires=("ray",),
+    ),
+    "ray_collect_hang": ScenarioSpec(
+        name="ray_collect_hang",
+        script="ray_collect_hang/train.py",
+        description={
+            "en": "Self-play RL job on its own local Ray cluster: 8 actors initialise (\"Created "
+                  "8/8 workers...\"), then every worker.run call blocks forever on a lock and the "
+                  "driver logs \"Waiting for 8 workers...\" around ray.wait timeouts. Needs ray.",
+            "zh": "在自己的本地 Ray 集群上运行的自我对弈强化学习任务：8 个 actor 初始化完成"
+                  "（\"Created 8/8 workers...\"），之后每个 worker.run 调用都永远阻塞在一把锁上，"
+                  "driver 在 ray.wait 超时之间打印 \"Waiting for 8 workers...\"。需要 ray。",
+        },
+        taxonomy="hang.ray-collect",
+        seed="001_1ea3a68e4614ca9e.txt",
+        related=("hang.ray-init",),
+        requires=("ray",),
+    ),
+    "ddp_mismatch": ScenarioSpec(
+        name="ddp_mismatch",
+        script="ddp_mismatch/train.py",
+        description={
+            "en": "Two-rank torch.distributed (gloo, CPU) job: a few training steps with "
+                  "all_reduce'd gradients, then the ranks take different code paths: rank 0 "
+                  "waits forever in an extra dist.all_reduce only it calls, rank 1 in "
+                  "dist.barrier() (gloo timeout 1 h). Needs torch.",
+            "zh": "两个 rank 的 torch.distributed（gloo，CPU）任务：先用 all_reduce 同步梯度训练"
+                  "几步，之后各 rank 走了不同的代码路径：rank 0 永远等在只有它调用的额外 "
+                  "dist.all_reduce 中，rank 1 等在 dist.barrier() 中（gloo 超时 1 小时）。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    "master_port_taken": ScenarioSpec(
+        name="master_port_taken",
+        script="master_port_taken/train.py",
+        description={
+            "en": "A two-rank torch.distributed (gloo, CPU) launch whose MASTER_PORT is taken: "
+                  "a leftover TCPStore of a previous run still listens on it, rank 0's "
+                  "init_process_group fails with EADDRINUSE, the launcher exits non-zero and "
+                  "the leftover stays. Needs torch.",
+            "zh": "MASTER_PORT 已被占用的两 rank torch.distributed（gloo，CPU）启动：上一次运行残留的 "
+                  "TCPStore 仍在监听该端口，rank 0 的 init_process_group 因 EADDRINUSE 失败，启动器以"
+                  "非零状态退出，残留进程仍在。需要 torch。",
+        },
+        taxonomy="launch.port-in-use",
+        severity="critical",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    "unrecognized_args": ScenarioSpec(
+        name="unrecognized_args",
+        script="unrecognized_args/train.py",
+        description={
+            "en": "A launch whose command line the training program's argparse parser rejects: "
+                  "the built-in launch command gives a boolean flag a value (--model-use-moe "
+                  "true); other wrong options (an old name such as --lr-warmup 100) come as extra "
+                  "arguments. The job prints usage and 'train.py: error: unrecognized arguments: "
+                  "...' and exits with status 2. The program (python -m llm.training.train, "
+                  "next to train.py) answers --help.",
+            "zh": "训练程序的 argparse 解析器拒绝了启动命令行：内置的启动命令给布尔参数带了值"
+                  "（--model-use-moe true）；其他错误参数（如旧名称 --lr-warmup 100）可作为额外参数"
+                  "传入。作业打印 usage 和 'train.py: error: unrecognized arguments: ...' 后以状态 2 "
+                  "退出。该程序（train.py 旁边的 python -m llm.training.train）可以运行 --help。",
+        },
+        taxonomy="launch.cli-args",
+        seed="002_8c5ded5e8229fdf4.txt",
+    ),
+    "world_size_exceeds_devices": ScenarioSpec(
+        name="world_size_exceeds_devices",
+        script="world_size_exceeds_devices/train.py",
+        description={
+            "en": "A torch.distributed (gloo, CPU) job configured for 4 ranks per node "
+                  "(world_size 4) on a node that gave it two devices (CUDA_VISIBLE_DEVICES=0,1): "
+                  "the launcher starts one process per device, and ranks 0 and 1 wait in "
+                  "init_process_group for ranks 2 and 3, which never come (timeout 30 min). "
+                  "Needs torch.",
+            "zh": "按每节点 4 个 rank（world_size 为 4）配置的 torch.distributed（gloo，CPU）任务，"
+                  "节点只分配了两个设备（CUDA_VISIBLE_DEVICES=0,1）：启动器按设备数启动进程，"
+                  "rank 0 和 1 在 init_process_group 中等待永远不会到来的 rank 2 和 3（超时 30 分钟）。"
+                  "需要 torch。",
+        },
+        taxonomy="launch.world-size",
+        severity="critical",
+        seed="002_8c5ded5e8229fdf4.txt",
+        related=("launch.rendezvous",),
+        requires=("torch",),
+    ),
+    "data_generation_stuck": ScenarioSpec(
+        name="data_generation_stuck",
+        script="data_generation_stuck/train.py",
+        description={
+            "en": "GKD-style job whose log stops at '(TaskRunner pid=N) Generating train split: 0 "
+                  "examples [00:00, ? examples/s]': its TaskRunner process opens the train data "
+                  "file, a named pipe nobody writes, and sleeps in open() forever (state S, no "
+                  "CPU); the driver waits for it.",
+            "zh": "GKD 类任务，日志停在 '(TaskRunner pid=N) Generating train split: 0 examples "
+                  "[00:00, ? examples/s]'：TaskRunner 进程打开训练数据文件，而该文件是一个没有写入者"
+                  "的命名管道，于是永远在 open() 中休眠（S 状态，不占 CPU）；主进程一直等待它。",
+        },
+        taxonomy="hang.dataloader",
+        seed="004_38db7c1f00092d63.txt",
+    ),
+    "nan_loss": ScenarioSpec(
+        name="nan_loss",
+        script="nan_loss/train.py",
+        description={
+            "en": "Real torch training loop (MLP regression, SGD) with a learning rate far too high "
+                  "(5.0), no warmup and no gradient clipping: the loss goes to inf within a few "
+                  "steps, then NaN, and the job trains on logging `loss nan | grad_norm nan`. "
+                  "Needs torch.",
+            "zh": "真实的 torch 训练循环（MLP 回归，SGD），学习率过大（5.0）、没有 warmup、没有梯度裁剪："
+                  "几步之内损失变为 inf，随后变为 NaN，任务继续训练并打印 `loss nan | grad_norm nan`。"
+                  "需要 torch。",
+        },
+        taxonomy="numerics.nan-loss",
+        seed="003_1dd9d86bdb9eee1e.txt",
+        related=("numerics.lr-schedule",),
+        requires=("torch",),
+    ),
+    "cuda_oom": ScenarioSpec(
+        name="cuda_oom",
+        script="cuda_oom/train.py",
+        description={
+            "en": "GPT pretraining job (1.3B parameters, batch 16 x 2048, attention kept in full) "
+                  "whose first forward pass does not fit an 80 GB GPU: real model code runs on torch's "
+                  "meta device under a model of the CUDA caching allocator, which raises "
+                  "torch.OutOfMemoryError with PyTorch's message; the job exits 1. Needs torch.",
+            "zh": "GPT 预训练任务（13 亿参数，批量 16 x 2048，完整保存注意力矩阵），第一次前向传播就放不进 "
+                  "80 GB 的 GPU：真实的模型代码在 torch 的 meta 设备上运行，由 CUDA 缓存分配器的模型"
+                  "分配显存，抛出带 PyTorch 原始信息的 torch.OutOfMemoryError；任务以状态 1 退出。"
+                  "需要 torch。",
+        },
+        taxonomy="oom.gpu",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    "state_dict_mismatch": ScenarioSpec(
+        name="state_dict_mismatch",
+        script="state_dict_mismatch/train.py",
+        description={
+            "en": "Resubmitted training job: attempt 1 (DDP, gloo, CPU) trains and torch.saves a "
+                  "complete checkpoint from the DDP-wrapped model (keys carry `module.`); attempt 2 "
+                  "calls model.load_state_dict(torch.load(...)) on the bare model and dies of torch's "
+                  "\"Missing key(s) in state_dict\" RuntimeError. The checkpoint stays on disk "
+                  "(--variant config: saved with MoE blocks, resumed without). Needs torch.",
+            "zh": "被重新提交的训练任务：第 1 次运行（DDP，gloo，CPU）训练后用 torch.save 从 DDP 封装的模型"
+                  "保存完整检查点（键带 `module.` 前缀）；第 2 次运行在未封装的模型上调用 "
+                  "model.load_state_dict(torch.load(...))，因 torch 的 \"Missing key(s) in state_dict\" "
+                  "RuntimeError 退出。检查点保留在磁盘上（--variant config：用 MoE 保存、不用 MoE 恢复）。"
+                  "需要 torch。",
+        },
+        taxonomy="checkpoint.key-mismatch",
+        seed="002_8c5ded5e8229fdf4.txt",
+        requires=("torch",),
+    ),
+    # One rank per host of a 4-rank gloo job (start each rank on its own host with RANK,
+    # WORLD_SIZE=4, MASTER_ADDR/MASTER_PORT of rank 0's host): tests/e2e/test_cross_rank.py.
+    "gloo_async_mismatch": ScenarioSpec(
+        name="gloo_async_mismatch",
+        script="gloo_async_mismatch/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job: after 3 steps the "
+                  "ranks share metrics with an async collective, ranks 0-2 all_gather, rank 3 "
+                  "broadcast; every rank polls work.is_completed() forever (identical stacks) and "
+                  "dumps its flight record. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务：训练 3 步后用异步集合通信"
+                  "交换指标，rank 0-2 调用 all_gather，rank 3 调用 broadcast；所有 rank 永远轮询 "
+                  "work.is_completed()（调用栈完全相同），并转储各自的 flight recorder。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        requires=("torch",),
+    ),
+    "gloo_rank_outside": ScenarioSpec(
+        name="gloo_rank_outside",
+        script="gloo_rank_outside/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job: at step 5 rank 2 "
+                  "waits forever in save_shard (a lock nobody releases) while ranks 0, 1, 3 wait in "
+                  "dist.all_reduce for it. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务：第 5 步时 rank 2 永远等在 "
+                  "save_shard 中（一把没人释放的锁），rank 0、1、3 在 dist.all_reduce 中等它。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        related=("perf.straggler",),
+        requires=("torch",),
+    ),
+    "gloo_rank_behind": ScenarioSpec(
+        name="gloo_rank_behind",
+        script="gloo_rank_behind/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job: rank 2 skips a "
+                  "batch with a non-finite loss before the gradient all_reduce, so it is one "
+                  "collective behind; it ends the epoch early and waits for a checkpoint while ranks "
+                  "0, 1, 3 wait in the last all_reduce. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务：rank 2 在梯度 all_reduce "
+                  "之前跳过了一个损失非有限的批次，于是落后一个集合通信；它提前结束本轮并等待检查点，"
+                  "rank 0、1、3 则等在最后一个 all_reduce 中。需要 torch。",
+        },
+        taxonomy="hang.collective",
+        related=("perf.straggler",),
+        requires=("torch",),
+    ),
+    "gloo_missing_rank": ScenarioSpec(
+        name="gloo_missing_rank",
+        script="gloo_missing_rank/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job started on three "
+                  "hosts only (ranks 0, 1, 3): they wait in init_process_group for rank 2 forever. "
+                  "Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务只在三台主机上启动"
+                  "（rank 0、1、3）：它们在 init_process_group 中永远等待 rank 2。需要 torch。",
+        },
+        taxonomy="launch.rendezvous",
+        requires=("torch",),
+    ),
+    "gloo_nccl_drift": ScenarioSpec(
+        name="gloo_nccl_drift",
+        script="gloo_nccl_drift/train.py",
+        description={
+            "en": "One rank per host of a 4-rank torch.distributed (gloo, CPU) job whose host node02 "
+                  "was launched with other NCCL settings (NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME=eth9): "
+                  "its rank runs its all_reduce on another transport's group and every rank waits in "
+                  "the same dist.all_reduce forever. Needs torch.",
+            "zh": "每台主机一个 rank 的 4 rank torch.distributed（gloo，CPU）任务，其中 node02 以不同的 NCCL "
+                  "设置启动（NCCL_IB_DISABLE=1、NCCL_SOCKET_IFNAME=eth9）：它的 rank 在另一种传输方式的"
+                  "进程组上做 all_reduce，所有 rank 永远等在同一个 dist.all_reduce 中。需要 torch。",
+        },
+        taxonomy="launch.environment",
+        related=("hang.collective",),
+        requires=("torch",),
+    ),
+    # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
+}
