@@ -1,0 +1,130 @@
+"""PyTorch's CUDA out-of-memory messages, in every format since 1.x.
+
+- 2.1 and later (2.1 spelt "total capacty"): `CUDA out of memory. Tried to allocate 2.00 GiB.
+  GPU 0 has a total capacity of 79.11 GiB of which 1.2 GiB is free. Process 460 has 134.51 GiB
+  memory in use. Including non-PyTorch memory, this process has 5.19 GiB memory in use. Of the
+  allocated memory 4.1 GiB is allocated by PyTorch, and 300 MiB is reserved by PyTorch but
+  unallocated.`
+- 1.x to 2.0: `CUDA out of memory. Tried to allocate 16.00 MiB (GPU 0; 3.94 GiB total capacity;
+  2.98 GiB already allocated; 14.25 MiB free; 3.00 GiB reserved in total by PyTorch)`; the oldest
+  1.x say `4.68 MiB cached)` where later ones say reserved.
+- The driver's `CUDA error: out of memory` and the old `cuda runtime error (2) : out of memory`,
+  which carry no numbers.
+
+Facts (memory in MiB, 2 decimals; None where the message does not say). The numbers describe the
+last `CUDA out of memory` message that carries them; `count` and `kind` cover every message:
+
+- count: messages seen (each line that carries one)
+- kind: which came last: "allocator" (PyTorch's caching allocator) or "cuda-error" (the driver)
+- requested_mib: "Tried to allocate"
+- gpu: the device index in "GPU 0"
+- total_mib: the GPU's total capacity
+- free_mib: free on the GPU when the allocation failed
+- this_process_mib: "this process has X memory in use" (None when not printed)
+- other_processes: [{pid, mib}] for each "Process N has X memory in use" (the first 20)
+- other_processes_count, other_processes_mib: how many are listed, and their sum
+- allocated_by_pytorch_mib, reserved_unallocated_mib: "Of the allocated memory X is allocated by
+  PyTorch, and Y is reserved by PyTorch but unallocated" (2.1 and later)
+- already_allocated_mib, reserved_total_mib: "X already allocated", "Y reserved in total by
+  PyTorch" (or "Y cached") (2.0 and earlier)
+- self_listed_as_other: True when the message has no "this process has" and lists one process
+  whose use is about what PyTorch holds (allocated + reserved, up to 2 GiB more for the CUDA
+  context): in a container with its own PID namespace PyTorch does not recognise its own PID and
+  lists itself as "Process N"
+- held_by_others: True when the listed processes hold at least 1024 MiB and at least 10% of the
+  GPU, decided only when the message also says what this process has; False when it does and they
+  hold less, or when the one listed process is this one (self_listed_as_other); None otherwise
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from runbook.checks.facts._text import MAX_ITEMS, UNIT, clipped, int_or_none, to_mib
+
+_SIZE = r"([\d.]+) ?" + UNIT
+_DRIVER = re.compile(r"CUDA error: ?out of memory|cuda runtime error \(2\) : out of memory")
+_FIELDS = {
+    "requested_mib": re.compile(r"Tried to allocate " + _SIZE),
+    "total_mib": re.compile(r"total capaci?ty of " + _SIZE + r"|\(GPU \d+; " + _SIZE + " total capacity"),
+    "free_mib": re.compile(r"of which " + _SIZE + r" is free|; " + _SIZE + " free;"),
+    "this_process_mib": re.compile(r"this process has " + _SIZE + " memory in use"),
+    "allocated_by_pytorch_mib": re.compile(r"Of the allocated memory " + _SIZE + " is allocated by PyTorch"),
+    "reserved_unallocated_mib": re.compile(r"and " + _SIZE + " is reserved by PyTorch but unallocated"),
+    "already_allocated_mib": re.compile(r"; " + _SIZE + " already allocated"),
+    "reserved_total_mib": re.compile(r"; " + _SIZE + r" (?:reserved in total by PyTorch|cached\))"),
+}
+_GPU = re.compile(r"\(GPU (\d+);|GPU (\d+) has a total capac")
+_PROCESS = re.compile(r"Process (\d+) has " + _SIZE + " memory in use")
+_OTHERS_MIN_MIB = 1024.0  # other processes must hold this much ...
+_OTHERS_MIN_SHARE = 0.10  # ... and this share of the GPU to count as holding it
+_CONTEXT_MAX_MIB = 2048.0  # what a process may hold beyond PyTorch's own memory (CUDA context)
+
+
+def parse(lines: Sequence[str]) -> dict[str, Any] | None:
+    """Facts of the CUDA OOM messages in `lines`, or None when there are none."""
+    count, kind, last = 0, None, None
+    for line in clipped(lines):
+        if "out of memory" not in line:
+            continue
+        if "CUDA out of memory" in line:
+            count, kind = count + 1, "allocator"
+            if "Tried to allocate" in line:
+                last = line
+        elif _DRIVER.search(line):
+            count, kind = count + 1, "cuda-error"
+    if not count:
+        return None
+    facts: dict[str, Any] = {"count": count, "kind": kind}
+    facts.update(numbers(last or ""))
+    facts.update(judge(facts))
+    return facts
+
+
+def numbers(message: str) -> dict[str, Any]:
+    """The numbers one allocator message gives (None for those it does not)."""
+    facts: dict[str, Any] = {}
+    for name, pattern in _FIELDS.items():
+        m = pattern.search(message)
+        facts[name] = _size(m)
+    m = _GPU.search(message)
+    facts["gpu"] = int_or_none(m.group(1) or m.group(2)) if m else None
+    others = [{"pid": int(p.group(1)), "mib": to_mib(p.group(2), p.group(3))}
+              for p in _PROCESS.finditer(message)]
+    facts["other_processes"] = others[:MAX_ITEMS]
+    facts["other_processes_count"] = len(others)
+    facts["other_processes_mib"] = round(sum((o["mib"] or 0.0 for o in others), 0.0), 2)
+    return facts
+
+
+def judge(facts: dict[str, Any]) -> dict[str, Any]:
+    """self_listed_as_other and held_by_others, by the rules in the module docstring."""
+    self_listed = _self_listed(facts)
+    held: bool | None = None
+    total, others = facts["total_mib"], facts["other_processes_mib"]
+    if facts["this_process_mib"] is not None and total:
+        held = others >= _OTHERS_MIN_MIB and others >= _OTHERS_MIN_SHARE * total
+    elif self_listed:
+        held = False
+    return {"self_listed_as_other": self_listed, "held_by_others": held}
+
+
+def _self_listed(facts: dict[str, Any]) -> bool:
+    allocated, reserved = facts["allocated_by_pytorch_mib"], facts["reserved_unallocated_mib"]
+    if facts["this_process_mib"] is not None or facts["other_processes_count"] != 1:
+        return False
+    if allocated is None or reserved is None:
+        return False
+    held_by_pytorch = allocated + reserved
+    listed: float = facts["other_processes"][0]["mib"] or 0.0
+    return bool(held_by_pytorch * 0.98 <= listed <= held_by_pytorch + _CONTEXT_MAX_MIB)
+
+
+def _size(m: re.Match[str] | None) -> float | None:
+    """The size in the first pair of (number, unit) groups that matched."""
+    if not m:
+        return None
+    groups = [g for g in m.groups() if g is not None]
+    return to_mib(groups[0], groups[1]) if len(groups) >= 2 else None

@@ -1,0 +1,44 @@
+"""watchdog: PyTorch's NCCL watchdog timeouts, on verbatim lines from public threads (data/watchdog.yaml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runbook.checks.facts import watchdog
+
+CASES = yaml.safe_load((Path(__file__).parent / "data" / "watchdog.yaml").read_text(encoding="utf-8"))
+FIELDS = {"count", "timeouts", "progress", "ranks", "ops", "seqs", "lowest_seq", "ranks_disagree_on_seq",
+          "behind_ranks"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_verbatim_lines_give_exact_facts(case: dict[str, Any]) -> None:
+    facts = watchdog.parse(case["lines"].splitlines())
+    assert facts is not None
+    assert set(facts) == FIELDS
+    assert {k: facts[k] for k in case["expected"]} == case["expected"]
+
+
+def test_no_timeout_gives_none() -> None:
+    assert watchdog.parse([]) is None
+    assert watchdog.parse(["[rank0]:[E ProcessGroupNCCL.cpp:577] [Rank 0] Some NCCL operations have failed "
+                           "or timed out."]) is None
+
+
+def test_the_rank_with_the_lowest_last_completed_work_is_behind() -> None:
+    # Constructed in torch 2.4's format (see data/watchdog.yaml for verbatim ones): rank 2 of group 1
+    # completed less than ranks 0 and 1.
+    lines = [
+        f"[rank{r}]:[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank {r}] Exception (either "
+        f"an error or timeout) detected by watchdog at work: {w}, last enqueued NCCL work: {w}, last "
+        f"completed NCCL work: {w - 1}."
+        for r, w in ((0, 101), (1, 101), (2, 100))
+    ]
+    facts = watchdog.parse(lines)
+    assert facts is not None
+    assert facts["behind_ranks"] == [2]
+    assert facts["count"] == 0
