@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -108,6 +109,16 @@ class Factory(Generic[G]):
 
 
 MakeFactory = Callable[[pytest.TempPathFactory], Factory[G]]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, step: float = 0.05) -> bool:
+    """Poll `predicate` (at most `timeout` s, every `step` s) until it is true; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
 
 
 def factory_fixture(name: str, make: MakeFactory[G], *, scope: Scope = "function",

@@ -68,7 +68,8 @@ class Daemon:
     namespaced: bool = False
     adopted: bool = False  # started by something else, in no group of its own
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
-    _ticks: dict[int, int | None] = field(default_factory=dict, repr=False, compare=False)
+    _ticks: dict[int, int | None] = field(default_factory=dict, init=False, repr=False,
+                                          compare=False)  # pid -> start time, against pid reuse
 
     @classmethod
     def adopt(cls, name: str, pid: int, logs: Iterable[Path] = ()) -> Daemon:

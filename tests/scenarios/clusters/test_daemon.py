@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests import daemon_fixture  # noqa: F401  (first: `scenarios` is the repository's package)
+from tests import daemon_fixture  # first: `scenarios` is the repository's package
 
 from scenarios.clusters.daemon import (  # isort: skip
     Daemon,
@@ -27,6 +27,7 @@ from scenarios.clusters.daemon import (  # isort: skip
 from scenarios.clusters.group import DaemonGroup, down  # isort: skip
 from scenarios.clusters.procs import cmdline, pid_alive  # isort: skip
 
+_wait = daemon_fixture.wait_for
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 needs_namespaces = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                                       reason="needs root and unshare")
@@ -198,11 +199,3 @@ def test_down_kills_what_a_state_file_records(tmp_path: Path) -> None:
     finally:
         group.stop()
 
-
-def _wait(predicate: Any, timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())

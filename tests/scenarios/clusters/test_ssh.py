@@ -9,12 +9,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests import cluster_fixture
+from tests import cluster_fixture, daemon_fixture
 
 # after tests.cluster_fixture, which makes sure `scenarios` is the repository's package
 from scenarios.clusters.net import free_port  # isort: skip
@@ -28,15 +27,7 @@ pytestmark = cluster_fixture.needs_cluster
 MakeCluster = cluster_fixture.MakeCluster
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _wait_for(pred: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return bool(pred())
+_wait_for = daemon_fixture.wait_for
 
 
 def _our_processes(marker: str) -> list[int]:
