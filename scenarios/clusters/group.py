@@ -158,11 +158,29 @@ class DaemonGroup:
 
 def down(base: Path | str, state_file: str, wait: float = KILL_WAIT_S) -> int:
     """Kill the daemons recorded in BASE/<state_file> (for when the process that started them
-    was itself killed): each namespace's pid 1 first, then what was started; only pids whose
-    command line still names BASE. Removes the scratch directories. Returns how many died."""
+    was itself killed): every pid it records, each namespace's pid 1 with every process in its
+    namespace, but only pids whose command line still names BASE. Removes the scratch
+    directories. Returns how many were killed."""
     state = json.loads((Path(base) / state_file).read_text())
-    pids = [int(d[key]) for key in ("ns_init_pid", "pid") for d in state["daemons"]]
-    killed = kill_recorded(pids, state["base"], wait)
+    killed = kill_recorded(_recorded_pids(state), state["base"], wait)
     for path in state.get("scratch", []):
         shutil.rmtree(path, ignore_errors=True)
     return killed
+
+
+def _recorded_pids(state: Any) -> list[int]:
+    """Every pid a state file records (`pid`, `ns_init_pid`, `unshare_pid`, `munged_pid`... at
+    any depth; not `manager_pid`), once each: the layout of an older state file works too."""
+    found: dict[int, None] = {}
+    todo = [state]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key.endswith("pid") and key != "manager_pid" and isinstance(value, int):
+                    found[value] = None
+                else:
+                    todo.append(value)
+        elif isinstance(item, list):
+            todo.extend(item)
+    return [pid for pid in found if pid > 0]
