@@ -50,6 +50,8 @@ def parse_stat(text: str) -> dict[str, Any]:
         "comm": comm,
         "state": rest[0],
         "ppid": int(rest[1]),
+        "pgrp": int(rest[2]),
+        "session": int(rest[3]),
         "utime": int(rest[11]),
         "stime": int(rest[12]),
         "threads": int(rest[17]),
@@ -128,6 +130,32 @@ def ancestors(pid: int) -> set[int]:
         except (OSError, ValueError, IndexError):
             break
     return seen
+
+
+def fd_targets(pid: int) -> list[str]:
+    """The fd paths of a process (`/proc/PID/fd/N`); raises OSError when fd/ is unreadable."""
+    fd_dir = f"{PROC}/{pid}/fd"
+    return [f"{fd_dir}/{fd}" for fd in os.listdir(fd_dir)]
+
+
+def holds_file(pid: int, dev: int, ino: int) -> bool:
+    """Whether a process has the file (device, inode) open: a log it writes, redirected or not.
+    os.stat follows each fd's magic link, so a file seen through another mount still matches."""
+    for path in fd_targets(pid):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if st.st_ino == ino and st.st_dev == dev:
+            return True
+    return False
+
+
+def cwd(pid: int) -> str | None:
+    try:
+        return os.readlink(f"{PROC}/{pid}/cwd")
+    except OSError:
+        return None
 
 
 def socket_inodes_of(pid: int) -> set[int]:

@@ -135,6 +135,8 @@ def test_nonexistent_pid(make_ctx) -> None:
         "found": False, "count": 0, "how": "pid", "reason": f"no process with pid {missing}",
         "unreadable": 0, "processes": [], "pid": None, "cpu_percent": 0.0, "state": None,
         "threads": None, "age_s": None, "d_state": False, "zombies": 0, "ranks": [],
+        "tied_by": None, "pids": [], "job_exited": False, "log": None, "log_writers": [],
+        "foreign": [], "foreign_pids": [],
     }
 
 
@@ -177,10 +179,10 @@ def test_auto_keeps_unreaped_child_of_a_rank(spawn, make_ctx) -> None:
 
 
 def test_parse_stat_with_odd_comm() -> None:
-    fields = ["S", "41"] + ["0"] * 9 + ["120", "30"] + ["0"] * 4 + ["9", "0", "5000", "0", "256"]
+    fields = ["S", "41", "40", "39"] + ["0"] * 7 + ["120", "30"] + ["0"] * 4 + ["9", "0", "5000", "0", "256"]
     parsed = _procfs.parse_stat("1234 (py (x) y) " + " ".join(fields))
     assert parsed == {
-        "pid": 1234, "comm": "py (x) y", "state": "S", "ppid": 41, "utime": 120, "stime": 30,
+        "pid": 1234, "comm": "py (x) y", "state": "S", "ppid": 41, "pgrp": 40, "session": 39, "utime": 120, "stime": 30,
         "threads": 9, "starttime": 5000, "rss_pages": 256,
     }
 

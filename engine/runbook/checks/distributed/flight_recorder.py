@@ -48,6 +48,9 @@ PARAMS: dict[str, Any] = {
                 "description": 'The training process whose dump prefix to read ("" means not given)'},
         "match": {"type": "string",
                   "description": "Regex searched in each process's full command line"},
+        "log": {"type": "string",
+                "description": "The job's log: with no pid or match, the processes tied to it are the "
+                               "job's (see the process check)"},
         "endpoint": {"type": ["integer", "string"],
                      "description": "A torch debug worker server on this node to fetch the trace from: "
                                     "a port, host:port or http://127.0.0.1:PORT/handler/fr_trace_json "
@@ -133,7 +136,7 @@ def _where(params: dict[str, Any]) -> tuple[list[str], list[str]]:
 def _process_prefixes(params: dict[str, Any]) -> list[tuple[str, str]]:
     """(readable path, path as the process sees it) of each selected process's dump prefix."""
     _how, (selected, _unreadable, _reason) = process._select(
-        {"pid": params.get("pid"), "match": params.get("match")})
+        {"pid": params.get("pid"), "match": params.get("match"), "log": params.get("log")})
     found: dict[str, str] = {}
     for pid in sorted(selected):
         try:

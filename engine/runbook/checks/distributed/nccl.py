@@ -37,6 +37,9 @@ PARAMS: dict[str, Any] = {
                 "description": 'The training process ("" means not given)'},
         "match": {"type": "string",
                   "description": "Regex searched in each process's full command line (first match is used)"},
+        "log": {"type": "string",
+                "description": "The job's log: with no pid or match, the processes tied to it are the "
+                               "job's (see the process check)"},
     },
     "additionalProperties": False,
 }
@@ -116,7 +119,7 @@ _DUMPS_MAX = 50
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     result = _blank()
     how, (selected, _unreadable, reason) = process._select(
-        {"pid": params.get("pid"), "match": params.get("match")})
+        {"pid": params.get("pid"), "match": params.get("match"), "log": params.get("log")})
     result["how"] = how
     entries = [e for e in stack._entries(selected) if e["state"] != "Z"]
     pid = entries[0]["pid"] if entries else None

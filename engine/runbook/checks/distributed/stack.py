@@ -40,6 +40,9 @@ PARAMS: dict[str, Any] = {
                 "description": 'Dump this one process id ("" means not given)'},
         "match": {"type": "string",
                   "description": "Regex searched in each process's full command line"},
+        "log": {"type": "string",
+                "description": "The job's log: with no pid or match, the processes tied to it are the "
+                               "job's (see the process check)"},
         "native": {"type": "boolean", "default": False,
                    "description": "Also show native (C/C++) frames: py-spy dump --native (slower)"},
         "py_spy": {"type": "string", "minLength": 1, "default": "py-spy",
@@ -134,7 +137,7 @@ _NAME_MAX = 160
 
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     how, (selected, _unreadable, reason) = process._select(
-        {"pid": params.get("pid"), "match": params.get("match")})
+        {"pid": params.get("pid"), "match": params.get("match"), "log": params.get("log")})
     result = _blank(how)
     entries = _entries(selected)
     py_spy = find_py_spy(str(params.get("py_spy") or "py-spy"), ctx.env, entries)

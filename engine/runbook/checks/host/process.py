@@ -1,4 +1,9 @@
-"""`process`: find the training processes on a node and report state, CPU, memory and ranks."""
+"""`process`: find the job's training processes on a node and report state, CPU, memory and ranks.
+
+Which processes are the job's is decided by evidence (host/_job.py): the log they write, the
+launcher's tree, the PIDs the log prints, the script its traceback names. Python processes
+with torch loaded that nothing ties to the job are reported as `foreign`, never taken for it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from runbook.checks import _procfs
 from runbook.checks.base import CheckContext
+from runbook.checks.host import _job
 
 NAME = "process"
 SUMMARY = {
@@ -29,16 +35,26 @@ PARAMS: dict[str, Any] = {
         "auto": {
             "type": "boolean",
             "default": True,
-            "description": "With no pid or match: Python processes with RANK/LOCAL_RANK/"
-            "WORLD_SIZE in their environment or libtorch mapped",
+            "description": "With no pid or match: the processes tied to the job (see log); "
+            "without a log, those a launcher gave RANK/LOCAL_RANK/WORLD_SIZE, else the one "
+            "Python process with libtorch mapped",
+        },
+        "log": {
+            "type": "string",
+            "description": "The job's log (glob: the newest match). With no pid or match, the "
+            "job's processes are those holding it open (and their process group and launcher "
+            "tree), those it names by PID, or those running the script its traceback names; "
+            '"" means not given',
         },
     },
     "additionalProperties": False,
 }
 _PROC_FIELDS = (
     "pid, ppid, cmdline, state, cpu_percent, rss_mib, threads, age_s, rank, local_rank, "
-    "world_size, zombie"
+    "world_size, zombie, tied_by"
 )
+_TIES = ("pid, match, log-writer, process-group, launcher, log-pid, script, launcher-env, "
+         "only-torch-process")
 RESULT_FIELDS = {
     "found": {"type": "boolean", "en": "At least one process was selected",
               "zh": "至少找到了一个进程"},
@@ -73,6 +89,23 @@ RESULT_FIELDS = {
                 "zh": "找到的僵尸进程（Z 状态）数量"},
     "ranks": {"type": "array", "en": "Distinct RANK values found, sorted",
               "zh": "找到的不同 RANK 值，已排序"},
+    "tied_by": {"type": "string",
+                "en": f"How the busiest process is tied to the job: one of {_TIES} (null when none)",
+                "zh": f"CPU 占用最高的进程与作业的关联方式：{_TIES} 之一（没有进程时为 null）"},
+    "job_exited": {"type": "boolean",
+                   "en": "A log was given and no live process is tied to it: the job has exited",
+                   "zh": "给出了日志，但没有任何存活进程与之关联：作业已经退出"},
+    "log": {"type": "string", "en": "The log the job was tied by (null when none was given or found)",
+            "zh": "用于关联作业的日志（未给出或未找到时为 null）"},
+    "log_writers": {"type": "array", "en": "PIDs holding the log open", "zh": "打开该日志文件的进程 PID"},
+    "foreign": {"type": "array",
+                "en": "Python processes with torch loaded or a launcher's RANK/WORLD_SIZE that nothing "
+                      "ties to the job (a stale notebook, the previous run): {pid, cmdline, why}",
+                "zh": "加载了 torch 或带有启动器 RANK/WORLD_SIZE、但与作业没有任何关联的 Python 进程"
+                      "（遗留的 notebook、上一次运行）：{pid, cmdline, why}"},
+    "foreign_pids": {"type": "array", "en": "The PIDs of `foreign`", "zh": "`foreign` 中的 PID"},
+    "pids": {"type": "array", "en": "PIDs of every selected (job) process",
+             "zh": "所有选中（作业）进程的 PID"},
 }
 DEFAULT_TIMEOUT = 5.0
 
@@ -82,22 +115,37 @@ _MIB = 1024 * 1024
 
 
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
-    how, (selected, unreadable, reason) = _select(params)
+    how, (selected, unreadable, reason), ties = select(params, time.monotonic() + ctx.remaining() / 2)
     processes = _describe(selected, ctx)
     if not processes and reason is None:
         reason = "the selected processes exited during the check"
-    return _summarise(how, processes, unreadable, reason)
+    return {**_summarise(how, processes, unreadable, reason), **_tie_fields(ties)}
+
+
+def select(params: dict[str, Any], deadline: float | None = None) -> tuple[str, Selection, _job.Ties]:
+    """How processes were chosen, the selection, and what ties them to the job."""
+    pid = _pid_param(params.get("pid"))
+    if pid is not None:
+        selection = _select_pid(pid)
+        return "pid", selection, _job.Ties(tied=dict.fromkeys(selection[0], "pid"))
+    if params.get("match"):
+        selection = _select_match(str(params["match"]))
+        return "match", selection, _job.Ties(tied=dict.fromkeys(selection[0], "match"))
+    if _flag(params.get("auto"), default=True):
+        return ("auto", *_select_auto(str(params.get("log") or ""),
+                                      deadline if deadline is not None else time.monotonic() + 2.0))
+    return "auto", ({}, 0, "no pid or match given and auto is off"), _job.Ties()
 
 
 def _select(params: dict[str, Any]) -> tuple[str, Selection]:
-    pid = _pid_param(params.get("pid"))
-    if pid is not None:
-        return "pid", _select_pid(pid)
-    if params.get("match"):
-        return "match", _select_match(str(params["match"]))
-    if _flag(params.get("auto"), default=True):
-        return "auto", _select_auto()
-    return "auto", ({}, 0, "no pid or match given and auto is off")
+    """`select` without the ties: what the checks that dump or read the job's processes use."""
+    how, selection, _ties = select(params)
+    return how, selection
+
+
+def _tie_fields(ties: _job.Ties) -> dict[str, Any]:
+    return {"job_exited": ties.exited, "log": ties.log, "log_writers": ties.log_writers[:_LIST_MAX],
+            "foreign": ties.foreign, "foreign_pids": [f["pid"] for f in ties.foreign]}
 
 
 def _flag(value: Any, default: bool) -> bool:
@@ -133,7 +181,7 @@ def _select_pid(pid: int) -> Selection:
     if pid <= 0:
         return {}, 0, f"no process with pid {pid}"
     try:
-        return {pid: {"stat": _procfs.stat(pid)}}, 0, None
+        return {pid: {"stat": _procfs.stat(pid), "tied_by": "pid"}}, 0, None
     except FileNotFoundError:
         return {}, 0, f"no process with pid {pid}"
     except (PermissionError, ProcessLookupError):
@@ -175,7 +223,7 @@ def _select_match(pattern: str) -> Selection:
         except OSError:
             continue
         if regex.search(text):
-            selected[pid] = {"stat": st}
+            selected[pid] = {"stat": st, "tied_by": "match"}
     reason = None if selected else f"no process command line matches /{pattern}/"
     return selected, unreadable, reason
 
@@ -187,46 +235,53 @@ def _is_python(pid: int, argv: list[str]) -> bool:
     return any(name.startswith("python") for name in names)
 
 
-def _looks_like_training(pid: int) -> tuple[bool, dict[str, str] | None, bool]:
-    """(selected, environ or None, unreadable) for one Python process."""
+def _candidate(pid: int, st: dict[str, Any]) -> tuple[_job.Candidate | None, int]:
+    """A Python process as a candidate for the job (None for anything else); unreadable count."""
+    argv = _procfs.cmdline(pid)
+    if not _is_python(pid, argv):
+        return None, 0
     env: dict[str, str] | None = None
     denied = 0
     try:
         env = _procfs.environ(pid)
-        if any(name in env for name in _procfs.RANK_VARS):
-            return True, env, False
     except PermissionError:
         denied += 1
-    try:
-        if _procfs.maps_contain(pid, b"libtorch"):
-            return True, env, False
-    except PermissionError:
-        denied += 1
-    return False, env, denied == 2
-
-
-def _select_auto() -> Selection:
-    selected: dict[int, dict[str, Any]] = {}
-    candidates, unreadable = _others()
-    for pid, st in candidates:
+    launched = env is not None and any(name in env for name in _job.LAUNCH_VARS)
+    torch = False
+    if not launched:
         try:
-            argv = _procfs.cmdline(pid)
-            if not _is_python(pid, argv):
-                continue
-            chosen, env, denied = _looks_like_training(pid)
+            torch = _procfs.maps_contain(pid, b"libtorch")
+        except PermissionError:
+            denied += 1
+    return _job.Candidate(pid, st, env, argv, launched, torch), int(denied == 2)
+
+
+def _select_auto(log: str, deadline: float) -> tuple[Selection, _job.Ties]:
+    candidates: dict[int, _job.Candidate] = {}
+    others, unreadable = _others()
+    for pid, st in others:
+        try:
+            candidate, denied = _candidate(pid, st)
         except OSError:
             continue
         unreadable += denied
-        if chosen:
-            selected[pid] = {"stat": st, "env": env}
+        if candidate is not None:
+            candidates[pid] = candidate
+    ties = _job.tie(candidates, others, log, deadline)
+    selected = {pid: {"stat": c.stat, "env": c.env, "tied_by": ties.tied[pid]}
+                for pid, c in candidates.items() if pid in ties.tied}
     # A rank that died but was never reaped is a finding: keep zombie children of selected ones.
-    for pid, st in candidates:
+    for pid, st in others:
         if st["state"] == "Z" and st["ppid"] in selected and pid not in selected:
-            selected[pid] = {"stat": st, "env": {}}
-    reason = None if selected else (
-        "no training process found (Python with RANK/LOCAL_RANK/WORLD_SIZE or libtorch mapped)"
-    )
-    return selected, unreadable, reason
+            selected[pid] = {"stat": st, "env": {}, "tied_by": "launcher"}
+    return (selected, unreadable, None if selected else _no_job(ties)), ties
+
+
+def _no_job(ties: _job.Ties) -> str:
+    if ties.note:
+        return ties.note
+    return ("no training process found (no log given; no Python process a launcher started or "
+            "with libtorch mapped)")
 
 
 # -- description -------------------------------------------------------------------------------
@@ -249,8 +304,9 @@ def _describe(selected: dict[int, dict[str, Any]], ctx: CheckContext) -> list[di
         elapsed = max(time.monotonic() - start, 1e-3)
         before = first[pid]
         busy = 0.0 if before is None else (st["utime"] + st["stime"] - before) / ticks
-        described.append(_process_entry(pid, st, info.get("env"), busy / elapsed * 100,
-                                         uptime - st["starttime"] / ticks, page))
+        entry = _process_entry(pid, st, info.get("env"), busy / elapsed * 100,
+                               uptime - st["starttime"] / ticks, page)
+        described.append({**entry, "tied_by": info.get("tied_by")})
     described.sort(key=lambda p: (-p["cpu_percent"], p["pid"]))
     return described
 
@@ -328,4 +384,6 @@ def _summarise(
         "d_state": any(p["state"] == "D" for p in processes),
         "zombies": sum(1 for p in processes if p["zombie"]),
         "ranks": sorted({p["rank"] for p in processes if p["rank"] is not None}),
+        "tied_by": top.get("tied_by"),
+        "pids": [p["pid"] for p in processes[:_LIST_MAX]],
     }

@@ -1,0 +1,248 @@
+"""Which processes are the job's: tied to it by evidence, never by "any Python with torch".
+
+The `process` check (and the checks that select processes like it: stack, nccl,
+flight_recorder) ask this module which of the node's Python processes belong to the job.
+A process is tied to the job by, strongest first:
+
+- `log-writer`: it holds the job's log open (stdout redirected to it, a logging FileHandler,
+  the `tee` of a pipeline), and `process-group`: it shares a process group with such a
+  writer (`python train.py | tee train.log`);
+- `launcher`: it descends from a tied process (torchrun's ranks, DataLoader workers), or it is
+  the launcher (torchrun, deepspeed, srun, mpirun, accelerate) above a tied rank;
+- `log-pid`: the log prints its PID (torchrun's `(pid: 4242)`, Ray's `(pid=4242)`, NCCL's
+  `host:4242:4260 [0] NCCL`) and it started before the log was last written;
+- `script`: it runs the script the log's traceback names (`File "/app/train.py", ... <module>`);
+- `launcher-env`: a launcher gave it RANK/LOCAL_RANK/WORLD_SIZE (or Slurm's SLURM_PROCID) and
+  nothing above tied anything: the log may be written on another host (a shared file system,
+  Slurm's output forwarding);
+- `only-torch-process`: no log was given, no launcher environment exists, and it is the one
+  Python process with libtorch loaded.
+
+Every other Python process with libtorch loaded or a launcher's environment is `foreign`: a
+stale notebook, the previous run, another user's job. When a log was given and nothing is tied
+to it, the job has exited. Standard library only, like every check module.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from runbook.checks import _procfs
+from runbook.checks.log.log_files import matching_files
+
+FOREIGN_MAX = 20
+# What a launcher puts in its ranks' environment: torchrun and friends, Slurm's srun, MPI.
+LAUNCH_VARS = (*_procfs.RANK_VARS, "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+_HEAD_BYTES = 64 * 1024  # the log's start: launchers print their ranks' PIDs there
+_TAIL_BYTES = 256 * 1024  # and its end: tracebacks, the elastic agent's failure report
+_LAUNCHERS = re.compile(r"(?:^|/)(?:torchrun|deepspeed|srun|mpirun|mpiexec|accelerate|horovodrun)$"
+                        r"|^torch\.distributed\.(?:run|launch)$")
+# PIDs a log prints about its own processes.
+_LOG_PIDS = re.compile(r"\(pid[:=] ?(\d+)\)|\bpid[:=] ?(\d+)\b|\[PID (\d+)\]|^\S+?:(\d+):\d+ \[\d+\] NCCL")
+_SCRIPT = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
+
+
+@dataclass
+class Candidate:
+    """A Python process that could be the job's: its stat, environment and how it looks."""
+
+    pid: int
+    stat: dict[str, Any]
+    env: dict[str, str] | None
+    argv: list[str]
+    launched: bool  # a launcher gave it RANK/WORLD_SIZE (or Slurm's names)
+    torch: bool  # libtorch is mapped
+
+
+@dataclass
+class Ties:
+    """What the evidence says about the job's processes on this node."""
+
+    tied: dict[int, str] = field(default_factory=dict)  # pid -> how it is tied
+    foreign: list[dict[str, Any]] = field(default_factory=list)
+    log: str | None = None  # the log that was read (a glob's newest match)
+    log_writers: list[int] = field(default_factory=list)
+    exited: bool = False  # a log was given and no live process is tied to it
+    note: str | None = None  # why the ties are weak or none, for the reason field
+
+
+def tie(candidates: dict[int, Candidate], others: list[tuple[int, dict[str, Any]]],
+        log_param: str, deadline: float) -> Ties:
+    """Tie the candidates to the job; `others` are every process (pid, stat) of the node."""
+    ties = Ties()
+    log = _resolve(log_param)
+    if log_param and log is None:
+        ties.note = f"the log {log_param!r} was not found, so nothing ties a process to it"
+    if log is not None:
+        ties.log = log
+        _tie_by_log(ties, log, candidates, others, deadline)
+    if not ties.tied:
+        _tie_without_log(ties, candidates, log is not None)
+    if ties.tied:
+        _tie_tree(ties, others, candidates)
+    ties.foreign = _foreign(candidates, ties.tied)
+    return ties
+
+
+def _resolve(log_param: str) -> str | None:
+    if not log_param:
+        return None
+    files = matching_files(log_param)
+    return str(files[0]["path"]) if files else None
+
+
+def _tie_by_log(ties: Ties, log: str, candidates: dict[int, Candidate],
+                others: list[tuple[int, dict[str, Any]]], deadline: float) -> None:
+    try:
+        st = os.stat(log)
+    except OSError:
+        return
+    writers = _writers(others, st.st_dev, st.st_ino, deadline)
+    ties.log_writers = writers
+    for pid in writers:
+        ties.tied[pid] = "log-writer"
+    groups = {stat["pgrp"] for pid, stat in others if pid in ties.tied}
+    for pid, stat in others:
+        if stat["pgrp"] in groups and pid not in ties.tied and stat["pgrp"] > 1:
+            ties.tied[pid] = "process-group"
+    if ties.tied:
+        return
+    head_and_tail = _read_ends(log)
+    for pid in _printed_pids(head_and_tail, st.st_mtime, others):
+        ties.tied[pid] = "log-pid"
+    for pid in _running_script(head_and_tail, candidates):
+        ties.tied.setdefault(pid, "script")
+
+
+def _writers(others: list[tuple[int, dict[str, Any]]], dev: int, ino: int, deadline: float) -> list[int]:
+    """PIDs holding the file open, scanned until the deadline (a node with many processes)."""
+    found = []
+    for pid, _stat in others:
+        if time.monotonic() >= deadline:
+            break
+        try:
+            if _procfs.holds_file(pid, dev, ino):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _read_ends(path: str) -> list[str]:
+    """The first and last lines of the log (bounded), where PIDs and tracebacks are printed."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(len(head), size - _TAIL_BYTES))
+            tail = f.read(_TAIL_BYTES)
+    except OSError:
+        return []
+    return (head + b"\n" + tail).decode("utf-8", "replace").splitlines()
+
+
+def _printed_pids(lines: list[str], mtime: float, others: list[tuple[int, dict[str, Any]]]) -> list[int]:
+    """Live processes the log names by PID that existed when the log was last written (a PID
+    reused since by another program started later)."""
+    printed: set[int] = set()
+    for line in lines:
+        if "pid" not in line.lower() and "NCCL" not in line:
+            continue
+        for match in _LOG_PIDS.finditer(line):
+            printed.update(int(group) for group in match.groups() if group)
+    if not printed:
+        return []
+    boot = time.time() - _procfs.uptime()
+    ticks = _procfs.clock_ticks()
+    return [pid for pid, stat in others
+            if pid in printed and boot + stat["starttime"] / ticks <= mtime + 1.0]
+
+
+def _running_script(lines: list[str], candidates: dict[int, Candidate]) -> list[int]:
+    """Candidates running a script the log's tracebacks name as their top-level module."""
+    scripts = {m.group(1) for line in lines if "<module>" in line for m in _SCRIPT.finditer(line)}
+    if not scripts:
+        return []
+    out = []
+    for pid, candidate in candidates.items():
+        if any(_names_script(candidate, script) for script in scripts):
+            out.append(pid)
+    return out
+
+
+def _names_script(candidate: Candidate, script: str) -> bool:
+    for arg in candidate.argv[1:]:
+        if arg == script or (not script.startswith("/") and arg.endswith("/" + script)):
+            return True
+        if script.startswith("/") and not arg.startswith("/") and arg.endswith(os.path.basename(script)):
+            where = _procfs.cwd(candidate.pid)
+            if where and os.path.normpath(os.path.join(where, arg)) == os.path.normpath(script):
+                return True
+    return False
+
+
+def _tie_without_log(ties: Ties, candidates: dict[int, Candidate], log_read: bool) -> None:
+    launched = [pid for pid, c in candidates.items() if c.launched]
+    for pid in launched:
+        ties.tied[pid] = "launcher-env"
+    if launched:
+        if log_read:
+            ties.note = ("no process holds the log open or is named in it; the processes a launcher "
+                         "started are taken as the job's (the log may be written on another host)")
+        return
+    if log_read:
+        ties.exited = True
+        ties.note = ("no process holds the log open, is named in it or was started by a launcher: "
+                     "the job has exited")
+        return
+    torch_only = [pid for pid, c in candidates.items() if c.torch]
+    if len(torch_only) == 1:
+        ties.tied[torch_only[0]] = "only-torch-process"
+    elif torch_only:
+        ties.note = (f"{len(torch_only)} Python processes have torch loaded and nothing ties one of "
+                     "them to the job: give log, pid or match")
+
+
+def _tie_tree(ties: Ties, others: list[tuple[int, dict[str, Any]]], candidates: dict[int, Candidate]) -> None:
+    """Descendants of tied processes, and the launcher right above a tied rank."""
+    children: dict[int, list[int]] = {}
+    parent = {}
+    for pid, stat in others:
+        children.setdefault(stat["ppid"], []).append(pid)
+        parent[pid] = stat["ppid"]
+    stack = list(ties.tied)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in ties.tied:
+                ties.tied[child] = "launcher"
+                stack.append(child)
+    for pid in list(ties.tied):
+        up = parent.get(pid)
+        if up and up not in ties.tied and _is_launcher(up, candidates):
+            ties.tied[up] = "launcher"
+
+
+def _is_launcher(pid: int, candidates: dict[int, Candidate]) -> bool:
+    argv = candidates[pid].argv if pid in candidates else _argv(pid)
+    return any(_LAUNCHERS.search(arg) for arg in argv[:3])
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return _procfs.cmdline(pid)
+    except OSError:
+        return []
+
+
+def _foreign(candidates: dict[int, Candidate], tied: dict[int, str]) -> list[dict[str, Any]]:
+    out = []
+    for pid, candidate in sorted(candidates.items()):
+        if pid in tied or not (candidate.torch or candidate.launched):
+            continue
+        why = "a launcher's RANK/WORLD_SIZE" if candidate.launched else "torch loaded"
+        out.append({"pid": pid, "cmdline": " ".join(candidate.argv)[:200], "why": why})
+    return out[:FOREIGN_MAX]

@@ -1,0 +1,191 @@
+"""The job's processes are the ones tied to it (host/_job.py): real processes writing real logs,
+an unrelated torch process beside them, and the rules that decide when nothing ties them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runbook.checks import _procfs
+from runbook.checks.host import _job, process
+
+WRITE_FOREVER = ("import sys, time\nprint('ready', flush=True)\n"
+                 "while True:\n    print('step', flush=True)\n    time.sleep(0.2)\n")
+SLEEP = "import time\nprint('ready', flush=True)\ntime.sleep(120)\n"
+TORCH_SLEEP = "import torch, time\nprint('ready', flush=True)\ntime.sleep(120)\n"
+
+
+@pytest.fixture
+def procs() -> Iterator:
+    """procs(argv, **popen) -> a started process that printed 'ready'; all killed after."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv: list[str], ready: Path | None = None, **popen) -> subprocess.Popen:
+        child = subprocess.Popen(argv, start_new_session=True, **popen)
+        started.append(child)
+        _wait_for(lambda: _ready(child, ready))
+        return child
+
+    try:
+        yield start
+    finally:
+        for child in started:
+            _kill_group(child.pid)
+            child.wait(timeout=5)
+
+
+def _ready(child: subprocess.Popen, ready: Path | None) -> bool:
+    if ready is not None:
+        return ready.exists() and b"ready" in ready.read_bytes()
+    return child.poll() is None
+
+
+def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the child did not get ready in time"
+        time.sleep(0.05)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _pids(result: dict) -> set[int]:
+    return {p["pid"] for p in result["processes"]}
+
+
+def test_the_log_writer_is_the_job_and_a_torch_process_beside_it_is_foreign(procs, tmp_path, make_ctx) -> None:
+    log = tmp_path / "train.log"
+    with open(log, "ab") as out:
+        writer = procs([sys.executable, "-c", WRITE_FOREVER], ready=log, stdout=out)
+    notebook = procs([sys.executable, "-c", TORCH_SLEEP], stdout=subprocess.DEVNULL)
+    time.sleep(3)  # the notebook has imported torch by now (libtorch mapped)
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert _pids(result) == {writer.pid}
+    assert result["tied_by"] == "log-writer" and result["log_writers"] == [writer.pid]
+    assert result["job_exited"] is False and result["log"] == str(log)
+    assert notebook.pid in result["foreign_pids"]
+    [entry] = [f for f in result["foreign"] if f["pid"] == notebook.pid]
+    assert entry["why"] == "torch loaded"
+
+
+def test_a_log_nobody_holds_means_the_job_exited_and_torch_is_never_taken_for_it(procs, tmp_path,
+                                                                                  make_ctx) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("step 1\ntorch.OutOfMemoryError: CUDA out of memory.\n")
+    notebook = procs([sys.executable, "-c", TORCH_SLEEP], stdout=subprocess.DEVNULL)
+    time.sleep(3)
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert result["found"] is False and result["pid"] is None
+    assert result["job_exited"] is True
+    assert "the job has exited" in result["reason"]
+    assert notebook.pid in result["foreign_pids"]
+
+
+def test_a_pipeline_into_tee_ties_the_python_before_the_pipe(procs, tmp_path, make_ctx) -> None:
+    log = tmp_path / "train.log"
+    script = tmp_path / "job.py"
+    script.write_text(WRITE_FOREVER)
+    shell = procs(["/bin/sh", "-c", f"{sys.executable} {script} | tee -a {log} >/dev/null"], ready=log)
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    [python] = [p for p in result["processes"] if str(script) in p["cmdline"]]
+    assert python["tied_by"] == "process-group"
+    assert python["ppid"] == shell.pid
+    assert set(result["log_writers"]) - {shell.pid}  # tee holds it
+
+
+def test_descendants_of_the_writer_are_the_job_too(procs, tmp_path, make_ctx) -> None:
+    log = tmp_path / "train.log"
+    code = ("import subprocess, sys, time\nprint('ready', flush=True)\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+            " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)\n"
+            "time.sleep(120)\n")
+    with open(log, "ab") as out:
+        parent = procs([sys.executable, "-c", code], ready=log, stdout=out)
+    _wait_for(lambda: any(_ppid(pid) == parent.pid for pid in _procfs.pids()))
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    ties = {p["pid"]: p["tied_by"] for p in result["processes"]}
+    assert ties[parent.pid] == "log-writer"
+    [child] = [pid for pid in ties if pid != parent.pid]
+    assert ties[child] == "launcher" and _ppid(child) == parent.pid
+
+
+def test_a_pid_the_log_prints_ties_a_process_that_no_longer_holds_it(procs, tmp_path, make_ctx) -> None:
+    job = procs([sys.executable, "-c", SLEEP], stdout=subprocess.DEVNULL)
+    log = tmp_path / "train.log"
+    log.write_text(f"[rank0]: local_rank: 0 (pid: {job.pid}) of binary: {sys.executable}\n")
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert _pids(result) == {job.pid}
+    assert result["tied_by"] == "log-pid"
+
+
+def test_a_pid_printed_before_the_process_started_is_someone_else(procs, tmp_path, make_ctx) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("placeholder\n")
+    os.utime(log, (time.time() - 3600, time.time() - 3600))  # written an hour ago
+    job = procs([sys.executable, "-c", SLEEP], stdout=subprocess.DEVNULL)
+    log.write_text(f"Worker (pid={job.pid}) died\n")
+    os.utime(log, (time.time() - 3600, time.time() - 3600))
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert job.pid not in _pids(result)
+
+
+def test_the_script_a_traceback_names_ties_the_process_running_it(procs, tmp_path, make_ctx) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SLEEP)
+    job = procs([sys.executable, str(script)], stdout=subprocess.DEVNULL)
+    log = tmp_path / "train.log"
+    log.write_text(f'Traceback (most recent call last):\n  File "{script}", line 3, in <module>\n'
+                   "RuntimeError: boom\n")
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert _pids(result) == {job.pid}
+    assert result["tied_by"] == "script"
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return _procfs.stat(pid)["ppid"]
+    except OSError:
+        return None
+
+
+# -- the rules without /proc: which candidates are tied when no log ties any ----------------------
+
+
+def _candidate(pid: int, launched: bool = False, torch: bool = False) -> _job.Candidate:
+    stat = {"pid": pid, "ppid": 1, "pgrp": pid, "state": "S", "starttime": 0}
+    return _job.Candidate(pid, stat, {}, ["python3", f"job{pid}.py"], launched, torch)
+
+
+def _tie(*candidates: _job.Candidate, log: str = "") -> _job.Ties:
+    table = {c.pid: c for c in candidates}
+    return _job.tie(table, [(c.pid, c.stat) for c in candidates], log, time.monotonic() + 1)
+
+
+def test_without_a_log_the_launchers_ranks_are_the_job_and_a_lone_torch_process_is_foreign() -> None:
+    ties = _tie(_candidate(10, launched=True), _candidate(11, launched=True), _candidate(12, torch=True))
+    assert ties.tied == {10: "launcher-env", 11: "launcher-env"}
+    assert [f["pid"] for f in ties.foreign] == [12]
+
+
+def test_without_a_log_one_torch_process_is_the_job_and_two_are_nobodys() -> None:
+    assert _tie(_candidate(20, torch=True)).tied == {20: "only-torch-process"}
+    two = _tie(_candidate(20, torch=True), _candidate(21, torch=True))
+    assert two.tied == {} and "give log, pid or match" in (two.note or "")
+    assert [f["pid"] for f in two.foreign] == [20, 21]
+
+
+def test_a_log_that_is_not_there_says_so(tmp_path) -> None:
+    ties = _tie(_candidate(30, launched=True), log=str(tmp_path / "nope.log"))
+    assert ties.tied == {30: "launcher-env"}
+    assert "was not found" in (ties.note or "")
