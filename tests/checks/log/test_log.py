@@ -390,3 +390,26 @@ def test_all_files(tmp_path: Path, make_ctx) -> None:
     assert 890 < result["age_spread_s"] < 900
     single = log.run({"path": str(tmp_path / "rank*.log")}, make_ctx())
     assert single["per_file"] == [] and single["slowest_file"] is None
+
+
+def test_the_error_messages_facts_and_whether_the_log_moves(tmp_path: Path, make_ctx) -> None:
+    # The OOM line is verbatim from https://github.com/awslabs/keys_values/issues/92.
+    path = tmp_path / "train.log"
+    path.write_text(
+        "step 10 loss 2.1\n"
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 572.00 MiB. GPU 0 has a "
+        "total capacity of 39.49 GiB of which 321.31 MiB is free. Process 3721648 has 414.00 MiB memory "
+        "in use. Including non-PyTorch memory, this process has 37.46 GiB memory in use. Process 1374765 "
+        "has 414.00 MiB memory in use. Process 1374763 has 414.00 MiB memory in use. Process 1374764 has "
+        "414.00 MiB memory in use. Of the allocated memory 36.04 GiB is allocated by PyTorch, and 321.37 "
+        "MiB is reserved by PyTorch but unallocated.\n")
+    result = log.run({"path": str(path), "stall_after": 120}, make_ctx())
+    oom = result["facts"]["cuda_oom"]
+    assert oom["requested_mib"] == 572.0 and oom["other_processes_count"] == 4
+    assert oom["held_by_others"] is False  # 1.6 GiB of 39.5: not what filled the GPU
+    assert result["progressing"] is True
+    os.utime(path, (time.time() - 600, time.time() - 600))
+    old = log.run({"path": str(path), "stall_after": "120", "facts": False}, make_ctx())
+    assert old["progressing"] is False and old["facts"] == {}
+    assert log.run({"path": str(path)}, make_ctx())["progressing"] is None
+    assert log.run({"path": str(tmp_path / "none.log"), "stall_after": 5}, make_ctx())["progressing"] is None

@@ -1,6 +1,8 @@
 """`log`: read the end of a training log: freshness, last lines, patterns, errors, loss, progress.
 
-Known error signatures, loss statistics and progress live in log_signals.py.
+Known error signatures, loss statistics and progress live in log_signals.py; the facts of the
+error messages themselves (OOM amounts and other processes, NCCL's causes, the watchdog's
+SeqNum, the rendezvous count, Xids) come from checks/facts/.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 import re
 from typing import Any
 
+from runbook.checks import facts as message_facts
 from runbook.checks.base import CheckContext
 from runbook.checks.log import log_signals
 from runbook.checks.log.log_files import PER_FILE_MAX, all_files, matching_files, no_files, read_lines
@@ -42,6 +45,11 @@ PARAMS: dict[str, Any] = {
         "loss_window": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 50,
                         "description": "Loss statistics and progress use the last N values "
                                        "(pattern `loss`, else a default loss regex; `step` likewise)"},
+        "facts": {"type": "boolean", "default": True,
+                  "description": "Read the facts of well-known error messages (checks/facts/)"},
+        "stall_after": {"type": ["number", "string"],
+                        "description": "Seconds without a write after which the log counts as "
+                                       "stopped: sets `progressing` (\"\" means not given)"},
         "all_files": {"type": "boolean", "default": False,
                       "description": "Analyse every file the glob matches (every rank's log), "
                                      f"at most {PER_FILE_MAX}"},
@@ -106,6 +114,17 @@ RESULT_FIELDS = {
                        "timestamps（步数行中的时间戳）、printed_rate（日志打印的 it/s 或每次迭代毫秒数）、"
                        "file_times（读完整个文件时，按文件创建到最后写入的时间）或 none；"
                        "最后一行是步数行时 seconds_since_progress 为文件的未更新时长，否则为 null"},
+    "facts": {"type": "object",
+              "en": "Facts of the error messages read, per family present (cuda_oom, nccl, watchdog, "
+                    "rendezvous, xid; see `runbook show check:log`): amounts, PIDs, devices, "
+                    "versions, sequence numbers",
+              "zh": "已读取的错误信息中的事实，按出现的类别（cuda_oom、nccl、watchdog、rendezvous、"
+                    "xid）：数量、PID、设备、版本、序号"},
+    "progressing": {"type": "boolean",
+                    "en": "With stall_after: the log was written within stall_after seconds (the "
+                          "node's own evidence that its rank moves); null without it or without a log",
+                    "zh": "给出 stall_after 时：日志在 stall_after 秒内有写入（本节点 rank 在推进的直接"
+                          "证据）；未给出或没有日志时为 null"},
     "per_file": {"type": "array",
                  "en": f"With all_files: one entry per matching file, newest first (at most "
                        f"{PER_FILE_MAX}): {{{_PER_FILE_FIELDS}}}; signatures holds nonzero counts",
@@ -154,6 +173,8 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
         "patterns": found,
         "last_pattern": _latest(found),
         "pattern_errors": errors,
+        "facts": message_facts.extract(lines) if params.get("facts", True) else {},
+        "progressing": _progressing(primary["age_s"], params.get("stall_after")),
     }
     whole = primary["size_bytes"] <= max_bytes
     result.update(_analyse(lines, params, primary, ctx if whole else None))
@@ -171,7 +192,7 @@ def _missing(reason: str, params: dict[str, Any], **extra: Any) -> dict[str, Any
     result: dict[str, Any] = {
         "exists": False, "reason": reason, "path": None, "files": [], "size_bytes": None,
         "age_s": None, "lines_read": 0, "tail": [], "patterns": found, "last_pattern": None,
-        "pattern_errors": errors,
+        "pattern_errors": errors, "facts": {}, "progressing": None,
     }
     result.update(_analyse([], params, {"path": None, "age_s": None}, None))
     result.update(no_files())
@@ -195,6 +216,15 @@ def _analyse(
         "loss_stats": log_signals.loss_stats([value for _, value, _ in loss]),
         "progress": log_signals.progress(lines, steps, entry["age_s"], span),
     }
+
+
+def _progressing(age_s: float | None, stall_after: Any) -> bool | None:
+    """Whether the log moves: written within `stall_after` seconds (None when either is unknown)."""
+    try:
+        limit = float(stall_after)
+    except (TypeError, ValueError):
+        return None
+    return None if age_s is None else age_s < limit
 
 
 def _regex(patterns: dict[str, Any], name: str, default: str) -> re.Pattern[str]:
