@@ -50,6 +50,31 @@ def test_stack_groups_calls_a_two_against_two_split_a_tie() -> None:
     assert job["verdict"] == "tie" and job["finding"]["en"].startswith("a tie, no majority to trust")
 
 
+def test_one_rank_in_the_rendezvous_is_said_from_its_node_alone() -> None:
+    stack = _stack(0, 4242, "running", None, "/job/train.py:12 main")
+    stack["ranks"]["0"].update(world_size=2, master="10.0.0.1:29500")
+    stack["processes"] = [{"pid": 4242, "threads": [{"name": "MainThread", "frames": [
+        "torch/distributed/distributed_c10d.py:1500 init_process_group", "/job/train.py:12 main"]}]}]
+    job = jobs.run_analysis("stack-groups", {"gpu01": stack})
+    assert job["verdict"] == "rendezvous" and job["problem"]
+    assert job["world_size"] == 2 and job["found"] == [0] and job["master"] == "10.0.0.1:29500"
+    assert job["finding"]["en"] == ("rank 0 waits in the rendezvous (init_process_group at train.py:12) for "
+                                    "WORLD_SIZE=2 ranks; ranks found: 0; rank 1 never joined "
+                                    "(store 10.0.0.1:29500)")
+    assert "rank 1 没有加入" in job["finding"]["zh"]
+
+
+def test_a_lone_rank_elsewhere_says_how_it_waits() -> None:
+    job = jobs.run_analysis("stack-groups", {"gpu01": _stack(3, 77, "cuda-sync", "synchronize",
+                                                              "/job/train.py:40 step")})
+    assert job["verdict"] == "one-rank" and job["wait"] == "cuda-sync" and not job["problem"]
+    assert job["finding"]["en"] == "rank 3 (gpu01, pid 77) is waiting on a CUDA synchronize (train.py:40)"
+    collective = jobs.run_analysis("stack-groups", {"n": _stack(0, 5, "collective", "all_reduce",
+                                                                "/job/train.py:41 step")})
+    assert collective["wait"] == "collective" and collective["op"] == "all_reduce"
+    assert jobs.run_analysis("stack-groups", {"n": {"ranks": {}}})["verdict"] == "no-stacks"
+
+
 def test_rank_map_missing_partial_and_complete() -> None:
     proc = lambda rank: {"processes": [{"rank": rank, "world_size": 4}]}  # noqa: E731
     missing = jobs.run_analysis("rank-map", {"n1": proc(0), "n2": proc(1), "n3": {"processes": []},

@@ -160,6 +160,19 @@ def test_the_h100_nccl_rank_alone_is_in_sync() -> None:
     assert out["verdict"] == "in-sync" and out["last_completed"] == {0: 4}
 
 
+def test_one_rank_asked_alone_says_which_collective_it_is_in() -> None:
+    [(node, result)] = [(n, r) for n, r in results("behind").items() if _has_rank(r, 2)]
+    out = compare({node: result})
+    assert out["verdict"] == "one-rank" and out["rank"] == 2 and out["problem"] is False
+    assert out["seq"] == out["last_issued"][2] and out["op"]
+    head = f"rank 2 ({node}) last issued collective #{out['seq']} `{out['op']}`"
+    assert out["finding"]["en"].startswith(head)
+
+
+def _has_rank(result: dict, rank: int) -> bool:
+    return any(dump.get("rank") == rank for dump in (result or {}).get("dumps") or [])
+
+
 def test_the_registered_analysis() -> None:
     from runbook.jobs import run_analysis
 

@@ -12,6 +12,10 @@ of one group must issue the same collectives in the same order, so:
 - ranks of the group with no dump at all are `missing-ranks` (`launch.rendezvous`);
 - otherwise the group is `in-sync`. No dump anywhere is `no-data`.
 
+Asked about one node with one rank, there is nothing to compare, but the dump still says where
+the rank is: `one-rank`, with the collective it last issued (op, sequence number, sizes) and how
+far it completed, which is what to match against its peers' dumps.
+
 The group compared is the one with the worst verdict (mismatch, missing-ranks, behind, then
 in-sync), the default group first among equals, or the one `with: {pg: NAME}` names. gloo's
 dumps leave the group's name empty in pg_config, dumps may hold only their last entries, ranks
@@ -41,6 +45,10 @@ def compare(dumps_by_node: dict[str, dict[str, Any] | None], pg: str | None = No
     ranks, unanswered = _collect(dumps_by_node)
     if not ranks:
         return _no_data(dumps_by_node, unanswered)
+    if len(ranks) == 1 and len(dumps_by_node) == 1:
+        alone = _one_rank(dumps_by_node, *next(iter(ranks.items())))
+        if alone is not None:
+            return alone
     groups = sorted({name for rank in ranks.values() for name in rank["groups"]})
     if pg is not None:
         groups = [g for g in groups if pg in (g, _label_of(ranks, g))] or groups
@@ -300,6 +308,33 @@ def _in_sync_text(ranks: dict[int, dict[str, Any]], v: dict[str, Any]) -> dict[s
     tail_zh = f"，完成到第 {min(done)} 个" if done else ""
     return {"en": f"all {len(members)} ranks of {label} issued the same collectives up to #{top}{tail_en}",
             "zh": f"{label} 的全部 {len(members)} 个 rank 发起的集合通信一致，直到第 {top} 个{tail_zh}"}
+
+
+def _one_rank(results: dict[str, Any], rank: int, info: dict[str, Any]) -> dict[str, Any] | None:
+    """One rank of one node: the collective it is in, from its own records (None when its group
+    has no other rank: a one-rank job is compared as usual)."""
+    name, group = max(info["groups"].items(), key=lambda kv: (kv[1]["issued"] or 0, kv[0]))
+    if group["ranks"] is not None and [r for r in group["ranks"] if r != rank] == []:
+        return None
+    issued, completed = group["issued"], group["completed"]
+    sig = group["seqs"].get(issued or 0) or {}
+    label = group["desc"] or name or "the default group"
+    op = sig.get("op") or "an unknown op"
+    done = issued is not None and completed == issued
+    en = (f"rank {rank} ({info['node']}) last issued collective #{issued} `{op}` of {label}"
+          + (", completed" if done else f", not completed (last completed #{completed or 0})")
+          + (f", sizes {sig.get('sizes')}" if sig.get("sizes") else ""))
+    zh = (f"rank {rank}（{info['node']}）最后发起的是 {label} 的第 {issued} 个集合通信 `{op}`"
+          + ("，已完成" if done else f"，尚未完成（最后完成的是第 {completed or 0} 个）"))
+    return {"verdict": "one-rank", "problem": False, "taxonomy": [],
+            "pg": {"name": name, "desc": group["desc"]}, "rank": rank, "seq": issued, "op": sig.get("op"),
+            "completed": completed,
+            "last_completed": {rank: completed}, "last_issued": {rank: issued}, "first_mismatch": None,
+            "tie": False, "behind": [], "missing": [], "expected": group["ranks"], "suspects": [],
+            "ranks": [rank], "hosts": [info["node"]], "groups": {name: "one-rank"},
+            "nodes": {node: {"suspect": False, "ranks": [rank] if node == info["node"] else []}
+                      for node in results},
+            "finding": {"en": en, "zh": zh}}
 
 
 def _no_data(results: dict[str, Any], unanswered: list[str]) -> dict[str, Any]:

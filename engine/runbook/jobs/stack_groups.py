@@ -5,13 +5,18 @@ group with the ranks that wait the same way. The largest group is presumed healt
 other rank is a suspect, named with its host, pid and frame. Two groups of the same size are
 a tie, and the finding says so rather than guessing. Ranks in `init_process_group` or a
 rendezvous point at the launch, not at a collective.
+
+One rank says a lot on its own, and most people ask about the node they are logged into: a
+rank in the rendezvous is `rendezvous` whatever the count (with its WORLD_SIZE, the ranks found
+and the store it waits on), and a lone rank elsewhere is `one-rank`, with how it waits
+(`wait`: collective with its op, cuda-sync, dataloader, ray, io, running) and where.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from runbook.jobs.words import ranks_word
+from runbook.jobs.words import ranges, ranks_word
 
 _RENDEZVOUS = ("init_process_group", "rendezvous", "_store_based_barrier", "next_rendezvous",
                "_create_c10d_store", "_new_process_group_helper", "TCPStore")
@@ -19,17 +24,18 @@ _RENDEZVOUS = ("init_process_group", "rendezvous", "_store_based_barrier", "next
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
     ranks = _ranks(results)
-    if len(ranks) < 2:
-        return {"verdict": "too-few-ranks", "finding": {
-            "en": f"{len(ranks)} rank stack(s) found: nothing to compare",
-            "zh": f"只找到 {len(ranks)} 个 rank 的调用栈：无从比较"}}
+    if not ranks:
+        return {"verdict": "no-stacks", "finding": {"en": "no rank's stack was dumped",
+                                                    "zh": "没有导出任何 rank 的调用栈"}}
+    rendezvous = [r for r in ranks if _in_rendezvous(r)]
+    if rendezvous:  # one rank in init_process_group is enough to know its peers never came
+        return _rendezvous(results, rendezvous, ranks)
+    if len(ranks) == 1:
+        return _one(results, ranks[0])
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for rank in ranks:
         groups.setdefault(rank["key"], []).append(rank)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), min(r["rank"] for r in g)))
-    rendezvous = [r for r in ranks if _in_rendezvous(r)]
-    if rendezvous:
-        return _rendezvous(results, rendezvous)
     if len(ordered) == 1:
         return _same(results, ordered[0])
     tie = len(ordered[0]) == len(ordered[1])
@@ -47,6 +53,7 @@ def _ranks(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
             frame = entry.get("user_frame")
             out.append({"rank": _int(rank), "node": node, "pid": entry.get("pid"), "wait": entry.get("wait"),
                         "op": entry.get("op"), "frame": frame, "frames": _frames(result, entry.get("pid")),
+                        "world_size": entry.get("world_size"), "master": entry.get("master"),
                         # running and idle differ only in the instant py-spy sampled: one group
                         "key": (_kind(entry.get("wait")), entry.get("op"), _where(frame))})
     return out
@@ -98,14 +105,51 @@ def _odd(results: dict[str, dict[str, Any] | None], ordered: list[list[dict[str,
             "finding": {"en": en, "zh": zh}, "nodes": nodes}
 
 
-def _rendezvous(results: dict[str, dict[str, Any]], waiting: list[dict[str, Any]]) -> dict[str, Any]:
-    ranks = [r["rank"] for r in waiting]
-    return {"verdict": "rendezvous", "problem": True, "taxonomy": ["launch.rendezvous"], "ranks": ranks,
-            "hosts": sorted({r["node"] for r in waiting}),
-            "finding": {"en": f"{ranks_word(ranks)} still wait in the rendezvous (init_process_group): "
-                              "a rank or host never joined",
-                        "zh": f"{ranks_word(ranks, 'zh')} 仍在 rendezvous（init_process_group）中等待："
-                              "有 rank 或主机没有加入"},
+def _rendezvous(results: dict[str, dict[str, Any]], waiting: list[dict[str, Any]],
+                ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ranks in init_process_group: its peers never joined. With WORLD_SIZE known, the ranks
+    that were never seen are named; the store they wait on is the one in MASTER_ADDR:PORT."""
+    waiting_ranks = [r["rank"] for r in waiting]
+    sizes = [r["world_size"] for r in ranks if isinstance(r.get("world_size"), int)]
+    world = max(sizes) if sizes else None
+    found = sorted({r["rank"] for r in ranks})
+    masters = sorted({str(r["master"]) for r in waiting if r.get("master")})
+    first = waiting[0]
+    func, place = _split(first["frame"])
+    at = f" at {place}" if place else ""
+    en = f"{ranks_word(waiting_ranks)} {'waits' if len(waiting) == 1 else 'wait'} in the rendezvous " \
+         f"(init_process_group{at})"
+    zh = f"{ranks_word(waiting_ranks, 'zh')} 在 rendezvous（init_process_group{at}）中等待"
+    if world:
+        unseen = [r for r in range(world) if r not in found]
+        en += f" for WORLD_SIZE={world} ranks; ranks found: {ranges(found)}"
+        zh += f"，WORLD_SIZE={world}；找到的 rank：{ranges(found)}"
+        if unseen:
+            en += f"; {ranks_word(unseen)} never joined"
+            zh += f"；{ranks_word(unseen, 'zh')} 没有加入"
+    else:
+        en += ": a rank or host never joined"
+        zh += "：有 rank 或主机没有加入"
+    if masters:
+        en += f" (store {', '.join(masters)})"
+        zh += f"（store {', '.join(masters)}）"
+    return {"verdict": "rendezvous", "problem": True, "taxonomy": ["launch.rendezvous"],
+            "ranks": waiting_ranks, "hosts": sorted({r["node"] for r in waiting}), "world_size": world,
+            "found": found,
+            "master": masters[0] if masters else None, "pid": first["pid"], "frame": first["frame"],
+            "finding": {"en": en, "zh": zh},
+            "nodes": {node: {"suspect": False} for node in results}}
+
+
+def _one(results: dict[str, dict[str, Any]], rank: dict[str, Any]) -> dict[str, Any]:
+    """A lone rank: how it waits is the finding; there is no peer to compare it with here."""
+    what = _what(rank)
+    who = f"rank {rank['rank']} ({rank['node']}, pid {rank['pid']})"
+    who_zh = f"rank {rank['rank']}（{rank['node']}，pid {rank['pid']}）"
+    return {"verdict": "one-rank", "wait": _kind(rank["wait"]), "op": rank["op"], "frame": rank["frame"],
+            "pid": rank["pid"], "ranks": [rank["rank"]], "hosts": [rank["node"]],
+            "world_size": rank.get("world_size"), "master": rank.get("master"),
+            "finding": {"en": f"{who} is {what['en']}", "zh": f"{who_zh}{what['zh']}"},
             "nodes": {node: {"suspect": False} for node in results}}
 
 

@@ -53,7 +53,7 @@ PARAMS: dict[str, Any] = {
 }
 _THREAD_FIELDS = "thread_id, name, idle, waits, op, innermost, user_frame, frames"
 _PROC_FIELDS = (f"pid, ppid, rank, role, cmdline, error, threads: [{{{_THREAD_FIELDS}}}], main_wait, "
-                "main_op, main_user_frame")
+                "main_op, main_user_frame, world_size, master")
 _WAITS = "collective, dataloader, ray, cuda-sync, io, running, idle"
 RESULT_FIELDS = {
     "available": {"type": "boolean",
@@ -86,10 +86,11 @@ RESULT_FIELDS = {
                         "或阻塞所在的函数；innermost 和 user_frame 格式为 \"文件:行号 函数\"（user_frame："
                         "不在 site-packages 和标准库中的最内层帧）；frames：最内层的 8 帧"},
     "ranks": {"type": "object",
-              "en": "RANK (as a string) -> {pid, wait, op, user_frame} of each rank's main thread "
-                    "(wait null when its stack could not be dumped)",
-              "zh": "RANK（字符串）-> 该 rank 主线程的 {pid, wait, op, user_frame}"
-                    "（无法导出调用栈时 wait 为 null）"},
+              "en": "RANK (as a string) -> {pid, wait, op, user_frame, world_size, master} of each "
+                    "rank's main thread (wait null when its stack could not be dumped; master is "
+                    "MASTER_ADDR:MASTER_PORT)",
+              "zh": "RANK（字符串）-> 该 rank 主线程的 {pid, wait, op, user_frame, world_size, master}"
+                    "（无法导出调用栈时 wait 为 null；master 为 MASTER_ADDR:MASTER_PORT）"},
     "distinct_ops": {"type": "array",
                      "en": "Sorted collective ops the ranks' main threads wait in",
                      "zh": "各 rank 主线程所等待的不同集合通信操作，已排序"},
@@ -177,11 +178,18 @@ def _entries(selected: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
         if env is None:
             env = _environ(pid)
         entries.append({"pid": pid, "ppid": info["stat"]["ppid"], "rank": process.env_rank(env, "RANK"),
-                        "role": "rank", "cmdline": _cmdline(pid), "state": info["stat"]["state"]})
+                        "role": "rank", "cmdline": _cmdline(pid), "state": info["stat"]["state"],
+                        "world_size": process.env_rank(env, "WORLD_SIZE"), "master": _master(env)})
     assign_roles(entries)
     order = {"rank": 0, "launcher": 1, "worker": 2}
     entries.sort(key=lambda e: (order[e["role"]], e["pid"]))
     return entries
+
+
+def _master(env: dict[str, str]) -> str | None:
+    """MASTER_ADDR:MASTER_PORT, where a rank looks for the rendezvous store."""
+    addr, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
+    return f"{addr}:{port}" if addr and port else addr or None
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -420,7 +428,8 @@ def compare_ranks(entries: list[dict[str, Any]]) -> dict[str, Any]:
         if entry["role"] != "rank" or entry["rank"] is None or key in ranks:
             continue
         ranks[key] = {"pid": entry["pid"], "wait": entry.get("main_wait"), "op": entry.get("main_op"),
-                      "user_frame": entry.get("main_user_frame")}
+                      "user_frame": entry.get("main_user_frame"), "world_size": entry.get("world_size"),
+                      "master": entry.get("master")}
     seen = {int(r): (v["wait"], v["op"]) for r, v in ranks.items() if v["wait"] is not None}
     in_collective = [key for key in seen.values() if key[0] == "collective"]
     ops = sorted({op for _, op in in_collective if op})
