@@ -174,3 +174,74 @@ def test_ctrl_c_keeps_what_came_back_before_it(tmp_path: Path) -> None:
     by_name = {o.node.name: o for o in walk.outcomes}
     assert by_name["fast"].status == CONCLUDED and by_name["fast"].path == ["age"]
     assert (by_name["slow"].status, by_name["slow"].reason) == (TIMEOUT, "step age: interrupted")
+
+
+PRECEDENCE = """apiVersion: runbook/v1
+id: t
+version: 1.0.0
+title: {en: T, zh: T 测试}
+summary: {en: S, zh: S 摘要}
+start: ranks
+steps:
+  ranks:
+    title: {en: Ranks, zh: rank}
+    check: {type: process}
+    analysis: rank-map
+    default: moving
+  moving:
+    title: {en: Log, zh: 日志}
+    check: {type: log, with: {path: /x, stall_after: 60}}
+    branches:
+      - when: steps.ranks.job.verdict == 'missing-ranks'
+        goto: waiting
+      - when: result.progressing
+        goto: fine
+    default: stalled
+conclusions:
+  fine: {severity: ok, taxonomy: [], title: {en: Fine, zh: 正常}, explanation: {en: Ok, zh: 好}}
+  stalled:
+    severity: warning
+    taxonomy: [hang.collective]
+    generic: true
+    title: {en: Stalled, zh: 停止}
+    explanation: {en: Stopped, zh: 停止了}
+  waiting:
+    severity: critical
+    basis: job
+    taxonomy: [launch.rendezvous]
+    title: {en: Waiting for missing ranks, zh: 在等待缺失的 rank}
+    explanation: {en: Peers missing, zh: 缺少 rank}
+"""
+
+
+def test_evidence_before_inference_a_moving_node_is_never_said_to_wait(tmp_path: Path) -> None:
+    """Rank 2 of 3 is missing (a job-level inference); n1's log moves, n2's has stopped. n1 ends
+    at its own evidence, with the job's verdict kept beside it; n2 may be said to wait."""
+    library = library_with(tmp_path, PRECEDENCE)
+    proc = lambda rank: {"processes": [{"rank": rank, "world_size": 3}]}  # noqa: E731
+    results = {"n1": {"ranks": proc(0), "moving": {"exists": True, "age_s": 2, "progressing": True}},
+               "n2": {"ranks": proc(1), "moving": {"exists": True, "age_s": 900, "progressing": False}},
+               "n3": {"ranks": {"processes": []}}}
+    results["n3"]["moving"] = {"exists": False, "progressing": None}
+    out = walk(library, results)
+    assert out["n1"].conclusion.id == "fine"
+    assert any("skipped, this node's own evidence shows it progressing" in note
+               for note in out["n1"].evidence[-1].notes)
+    assert out["n1"].jobs["ranks"]["verdict"] == "missing-ranks"
+    assert out["n2"].conclusion.id == "waiting"
+    assert library.get("t").conclusions["stalled"].generic is True
+    assert library.get("t").conclusions["waiting"].basis == "job"
+
+
+def test_a_node_report_keeps_the_job_finding_beside_its_own_conclusion(tmp_path: Path) -> None:
+    from runbook.report.build import node_entry
+
+    library = library_with(tmp_path, PRECEDENCE)
+    results = {"n1": {"ranks": {"processes": [{"rank": 0, "world_size": 2}]},
+                      "moving": {"exists": True, "age_s": 1, "progressing": True}},
+               "n2": {"ranks": {"processes": []}, "moving": {"exists": True, "age_s": 1, "progressing": True}}}
+    out = walk(library, results)
+    entry = node_entry(out["n1"], "en")
+    assert entry["conclusion"]["id"] == "fine" and entry["conclusion"]["basis"] == "node"
+    [finding] = entry["job_findings"]
+    assert finding["verdict"] == "missing-ranks" and finding["finding"].startswith("rank 1 of 2 missing")

@@ -719,7 +719,7 @@ def _build_conclusion(cid: str, c: dict[str, Any]) -> Conclusion:
              for f in c.get("fixes") or []]
     return Conclusion(cid, c["severity"], list(c["taxonomy"]), _req_text(c["title"]),
                       _req_text(c["explanation"]), fixes, list(c.get("see_also") or []),
-                      _text(c.get("finding")))
+                      _text(c.get("finding")), str(c.get("basis") or "node"), bool(c.get("generic")))
 
 
 def _mapping(value: Any) -> dict[Any, Any]:

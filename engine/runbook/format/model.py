@@ -90,6 +90,10 @@ class Conclusion:
     fixes: list[Fix]
     see_also: list[str] = field(default_factory=list)
     finding: Text | None = None  # a template over the evidence: the fact, shown first
+    # What it rests on: "node" (the node's own evidence) or "job" (an inference about the job
+    # from other nodes). A node whose own evidence shows progress never ends at a "job" one.
+    basis: str = "node"
+    generic: bool = False  # a last resort: no specific cause found (measured by bench/diagnosis.py)
 
 
 @dataclass

@@ -51,6 +51,7 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
             "id": c.id,
             "runbook": rb.id if rb else None,
             "severity": c.severity, "taxonomy": list(c.taxonomy), "title": c.title.get(lang),
+            "basis": c.basis, "generic": c.generic,
             "explanation": c.explanation.get(lang),
             "fixes": [{"title": f.title.get(lang), "body": f.body.get(lang) if f.body else None,
                        "run": cmd, "effect": f.effect,
@@ -62,6 +63,9 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
         }
     else:
         entry["conclusion"] = None
+    findings = job_findings(outcome, lang)
+    if findings:
+        entry["job_findings"] = findings
     if outcome.reason:
         entry["reason"] = outcome.reason
     entry["evidence"] = [
@@ -71,6 +75,21 @@ def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None =
         for e in outcome.evidence
     ]
     return entry
+
+
+def job_findings(outcome: NodeOutcome, lang: str) -> list[dict[str, Any]]:
+    """What the job-level analyses on this node's path found that concerns it: every verdict that
+    is a problem for the job, or names this node. Added to the node's own conclusion, never in
+    place of it."""
+    out = []
+    for step, job in outcome.jobs.items():
+        suspect = bool((job.get("node") or {}).get("suspect"))
+        if not (job.get("problem") or suspect):
+            continue
+        finding = job.get("finding") or {}
+        out.append({"step": step, "analysis": job.get("analysis"), "verdict": job.get("verdict"),
+                    "finding": finding.get(lang) or finding.get("en") or "", "suspect": suspect})
+    return out
 
 
 def conclusion_groups(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,6 +4,12 @@ Each round groups the nodes still walking by the step they stand on, runs that
 step's check on all of them in parallel, then decides each node's next step
 from its own `result` and the `cluster` of results at that step. Checks that
 fail, hang or cannot reach a node become data on that node; the others go on.
+
+Evidence before inference: a node's own evidence outranks what a job-level analysis infers
+about it. A branch leading to a conclusion whose `basis` is `job` (e.g. "waiting for the
+missing ranks") is skipped for a node whose own results show it progressing (`progressing:
+true`, e.g. its log moves), with a note saying so; the job's verdict still heads the report
+and is kept on every node it concerns (`NodeOutcome.jobs`).
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ class NodeOutcome:
     fix_verifies: list[dict[str, Any] | None] = field(default_factory=list)
     # The last job-level analysis this node took part in: the job's result, with `node` its own part.
     job: dict[str, Any] = field(default_factory=dict)
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> `job` at that step
     finding: dict[str, str] = field(default_factory=dict)  # the conclusion's finding, rendered
     # The expression variables of the step under way, made when its check is sent and read again
     # when its branches are decided (the same for both: only `result`, `cluster`, `job` differ).
@@ -206,6 +213,7 @@ class Walk:
         shared = {k: v for k, v in result.items() if k != "nodes"}
         for outcome in group:
             outcome.job = {**shared, "node": result["nodes"].get(outcome.node.name, {"suspect": False})}
+            outcome.jobs[step.id] = outcome.job
 
     def _decide(self, outcome: NodeOutcome, answer: ProbeAnswer, cluster: list[Any]) -> None:
         runbook, step, compiled = self._locate(outcome)
@@ -215,7 +223,9 @@ class Walk:
         variables = {**(outcome.step_variables or self._variables(outcome, runbook)), "result": result,
                      "cluster": cluster, "job": outcome.job}
         outcome.step_variables = None
-        target = self._choose(step, compiled, variables, evidence)
+        progressing = any(e.result.get("progressing") is True for e in outcome.evidence) or (
+            result.get("progressing") is True)
+        target = self._choose(step, compiled, variables, evidence, runbook if progressing else None)
         outcome.evidence.append(evidence)
         outcome.path.append(evidence.step)
         outcome.seen[step.id] = result
@@ -230,8 +240,14 @@ class Walk:
         self._move(outcome, runbook, target)
 
     def _choose(self, step: Step, compiled: Compiled, variables: dict[str, Any],
-                evidence: Evidence) -> str | None:
+                evidence: Evidence, progressing_in: Runbook | None = None) -> str | None:
+        """The first branch whose condition holds; with `progressing_in` (the node's own evidence
+        shows it moving), branches into a `basis: job` conclusion of that runbook are skipped."""
         for i, branch in enumerate(step.branches):
+            if progressing_in is not None and self._inferred(progressing_in, branch.goto):
+                evidence.notes.append(f"{branch.goto}: skipped, this node's own evidence shows it "
+                                      "progressing (evidence before inference)")
+                continue
             expression = compiled.when[(step.id, i)]
             try:
                 matched = expr.truthy(expression.evaluate(variables))
@@ -248,6 +264,13 @@ class Walk:
         for i in range(len(step.branches)):
             evidence.decided_by.update(_read_values(compiled.when[(step.id, i)], variables))
         return step.default
+
+    def _inferred(self, runbook: Runbook, target: str) -> bool:
+        """Whether `target` is a conclusion resting on an inference about the job."""
+        rid, cid = target.split(":", 1) if ":" in target else (runbook.id, target)
+        book = runbook if rid == runbook.id else self.library.get(rid)
+        conclusion = book.conclusions.get(cid) if book else None
+        return conclusion is not None and conclusion.basis == "job"
 
     def _move(self, outcome: NodeOutcome, runbook: Runbook, target: str) -> None:
         rid, step_id = (target.split(":", 1) if ":" in target else (runbook.id, target))
@@ -334,7 +357,7 @@ class Walk:
         node_params = outcome.node.vars.get("params") or {}
         params.update({k: v for k, v in {**self.user_params, **node_params}.items()
                        if k in runbook.params})
-        steps = {sid: {"result": r} for sid, r in outcome.seen.items()}
+        steps = {sid: {"result": r, "job": outcome.jobs.get(sid, {})} for sid, r in outcome.seen.items()}
         node = {"name": outcome.node.name, **{k: v for k, v in outcome.node.vars.items()
                                               if k != "params"}}
         return {"params": params, "node": node, "steps": steps, "result": {}, "cluster": [],
