@@ -239,7 +239,8 @@ def test_a_node_report_keeps_the_job_finding_beside_its_own_conclusion(tmp_path:
     library = library_with(tmp_path, PRECEDENCE)
     results = {"n1": {"ranks": {"processes": [{"rank": 0, "world_size": 2}]},
                       "moving": {"exists": True, "age_s": 1, "progressing": True}},
-               "n2": {"ranks": {"processes": []}, "moving": {"exists": True, "age_s": 1, "progressing": True}}}
+               "n2": {"ranks": {"processes": []},
+                      "moving": {"exists": True, "age_s": 1, "progressing": True}}}
     out = walk(library, results)
     entry = node_entry(out["n1"], "en")
     assert entry["conclusion"]["id"] == "fine" and entry["conclusion"]["basis"] == "node"

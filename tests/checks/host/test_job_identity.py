@@ -3,6 +3,7 @@ an unrelated torch process beside them, and the rules that decide when nothing t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -54,17 +55,16 @@ def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-unty
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, 9)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _pids(result: dict) -> set[int]:
     return {p["pid"] for p in result["processes"]}
 
 
-def test_the_log_writer_is_the_job_and_a_torch_process_beside_it_is_foreign(procs, tmp_path, make_ctx) -> None:
+def test_the_log_writer_is_the_job_and_a_torch_process_beside_it_is_foreign(procs, tmp_path,
+                                                                            make_ctx) -> None:
     log = tmp_path / "train.log"
     with open(log, "ab") as out:
         writer = procs([sys.executable, "-c", WRITE_FOREVER], ready=log, stdout=out)

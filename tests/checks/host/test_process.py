@@ -182,7 +182,8 @@ def test_parse_stat_with_odd_comm() -> None:
     fields = ["S", "41", "40", "39"] + ["0"] * 7 + ["120", "30"] + ["0"] * 4 + ["9", "0", "5000", "0", "256"]
     parsed = _procfs.parse_stat("1234 (py (x) y) " + " ".join(fields))
     assert parsed == {
-        "pid": 1234, "comm": "py (x) y", "state": "S", "ppid": 41, "pgrp": 40, "session": 39, "utime": 120, "stime": 30,
+        "pid": 1234, "comm": "py (x) y", "state": "S", "ppid": 41, "pgrp": 40, "session": 39,
+        "utime": 120, "stime": 30,
         "threads": 9, "starttime": 5000, "rss_pages": 256,
     }
 
