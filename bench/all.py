@@ -5,7 +5,8 @@
 Each benchmark runs as its own process with `--json` (its progress goes to stderr, shown as it
 comes); a benchmark that fails or times out is a row saying so, and the others still run.
 The full runs (100,000 simulated nodes, 256 SSH hosts, 8 Ray nodes, a site of 500 + 500 pages)
-are the benchmarks' own defaults: see bench/README.md.
+are the benchmarks' own defaults: see bench/README.md. The diagnosis benchmark has no quick form:
+its full run (every recording, every corpus log) takes about a minute.
 """
 
 from __future__ import annotations
@@ -120,6 +121,25 @@ def library_rows(doc: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _pct(share: dict[str, Any] | None) -> str:
+    return "-" if not share or share["pct"] is None else f"{share['pct']:.1f}%"
+
+
+def diagnosis_rows(doc: dict[str, Any]) -> list[Row]:
+    by = {s["source"]: s for s in doc["sources"]}
+    rec, dev, holdout = by["recordings"], by["corpus dev"], by["corpus holdout"]
+    return [
+        (f"recordings, {rec['n']} nodes: conclusion / taxonomy right",
+         f"{_pct(rec['conclusion_top1'])} / {_pct(rec['taxonomy_top1'])}", "higher", None),
+        ("  recordings: walks ending at a generic conclusion", _pct(rec["generic"]), "lower", None),
+        (f"triage dev, {dev['n']} logs: conclusion top-1 / top-3",
+         f"{_pct(dev['conclusion_top1'])} / {_pct(dev['conclusion_top3'])}", "higher", None),
+        (f"triage holdout, {holdout['n']} logs (as it comes): top-1 / top-3",
+         f"{_pct(holdout['conclusion_top1'])} / {_pct(holdout['conclusion_top3'])}", "higher", None),
+        ("  triage: generic answers, dev / holdout",
+         f"{_pct(dev['generic'])} / {_pct(holdout['generic'])}", "lower", None)]
+
+
 BENCHES = [
     Bench("startup", [PYTHON, "bench/startup.py", "--runs", "10", "--json"], startup_rows, 300),
     Bench("scale", [PYTHON, "bench/scale.py", "--nodes", "10000", "--json"], scale_rows, 600),
@@ -128,6 +148,7 @@ BENCHES = [
     Bench("site", [PYTHON, "bench/site/run.py", "--quick", "--json"], site_rows, 900),
     Bench("library", [PYTHON, "bench/library.py", "--runbooks", "1000", "--json"], library_rows, 900),
     Bench("ray", [PYTHON, "bench/ray_fanout.py", "--nodes", "4", "--repeat", "1", "--json"], ray_rows, 900),
+    Bench("diagnosis", [PYTHON, "bench/diagnosis.py", "--json"], diagnosis_rows, 600),
 ]
 
 
