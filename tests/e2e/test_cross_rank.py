@@ -19,6 +19,7 @@ The hosts' python3 is this interpreter's (torch, and py-spy beside it, for the `
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -130,9 +131,13 @@ class CrossRankJob:
                               text=True, env=env, timeout=timeout)
 
     def diagnose(self, fmt: str) -> subprocess.CompletedProcess[str]:
+        """The job diagnosed; with RUNBOOK_RECORD_DIR set, the JSON run is recorded into
+        RUNBOOK_RECORD_DIR/<scenario> (how runbooks/recordings/gloo_* are made)."""
+        record = os.environ.get("RUNBOOK_RECORD_DIR")
+        extra = ("--record", str(Path(record) / self.name)) if record and fmt == "json" else ()
         return self.runbook("run", "training-hang", "--nodes", NODES,
                             "--set", f"match={self.name}/train.py", "--set", f"log={self.log_param}",
-                            "--set", f"stall_after={STALL_AFTER_S:g}", "--format", fmt)
+                            "--set", f"stall_after={STALL_AFTER_S:g}", "--format", fmt, *extra)
 
 
 @pytest.fixture
@@ -220,6 +225,11 @@ def test_missing_rank_found_by_the_rank_map(cross_rank) -> None:
     assert not job.training_processes("node03")
     entry = assert_diagnosed(job, "missing-ranks", rank=2, host="node03")
     assert entry["analysis"] == "rank-map"
+    nodes = {n["node"]: n for n in json.loads(job.diagnose("json").stdout)["nodes"]}
+    assert nodes["node03"]["conclusion"]["id"] == "rank-missing-here"
+    for host in ("node01", "node02", "node04"):  # their own evidence first: stalled, in the rendezvous
+        assert nodes[host]["conclusion"]["id"] == "waiting-for-missing-ranks", nodes[host]["path"]
+        assert nodes[host]["path"][-1] == "stack-dump"
 
 
 def test_nccl_settings_drift_found_by_drift(cross_rank) -> None:

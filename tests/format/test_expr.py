@@ -195,3 +195,8 @@ def test_reading_a_path_for_evidence_gives_what_jinja_gives(source: str) -> None
         if truthy(slow) and not callable(slow):
             assert fast == slow
     assert "result.ranks[1]" in compile_expression("result.ranks[1] == 3").plain_paths
+
+
+def test_the_gib_filter_says_sizes_as_people_read_them() -> None:
+    size = lambda mib: compile_expression("result.x | gib").evaluate({"result": {"x": mib}})  # noqa: E731
+    assert size(137738.24) == "134.51 GiB" and size(572) == "572.00 MiB" and size(None) == "?"

@@ -78,7 +78,7 @@ def test_a_template_naming_an_unknown_check_parameter_is_refused() -> None:
         "{type: process, timeout: 5s}", '{type: process, with: {pdi: "{{ params.log }}"}}')
     problems = [str(p) for p in load_text(text, "t.yaml").problems]
     assert problems == ["t.yaml:12:35: steps.first.check.with.pdi: check 'process' has no "
-                        "parameter 'pdi' (did you mean 'pid'?) (its parameters: pid, match, auto)"]
+                        "parameter 'pdi' (did you mean 'pid'?) (its parameters: pid, match, auto, log)"]
 
 
 def test_a_non_mapping_document_and_an_unreadable_file(tmp_path: Path) -> None:

@@ -121,6 +121,13 @@ def _outliers(cluster: Iterable[Any], path: str) -> list[str]:
     return _memo("outliers", cluster, path, compute)
 
 
+def _gib(mib: Any) -> str:
+    """A size in MiB as people read it: `137738.24 | gib` is "134.51 GiB" ("?" when unknown)."""
+    if not isinstance(mib, (int, float)) or isinstance(mib, bool):
+        return "?"
+    return f"{mib / 1024:.2f} GiB" if abs(mib) >= 1024 else f"{mib:.2f} MiB"
+
+
 # ---- bounds: what one evaluation may build ----
 
 # Units left to the evaluation under way (a list, so charges made in filters see one budget).
@@ -441,7 +448,7 @@ def _make_env() -> SandboxedEnvironment:
     # `attr` reaches attributes by computed name; nothing a runbook needs.
     del env.filters["attr"]
     env.filters.update({
-        "field": _field, "median": _median, "majority": _majority, "outliers": _outliers,
+        "field": _field, "median": _median, "majority": _majority, "outliers": _outliers, "gib": _gib,
     })
     _bound_filters(env)
     return env
