@@ -8,6 +8,13 @@ what a diagnosing tool or another process needs (pid, log, PATH to use) so that
 `python3 -m scenarios stop --dir WORKDIR` works from anywhere. What each job is: the
 registry (registry.py).
 
+A scenario with a `bystander` (registry.py) also has a process that is not the job's: the
+launcher starts it first, as `python3 -c CODE WORKDIR` (CODE: the bystander file without its
+full-line comments), in a session of its own, with this environment less what torchrun sets
+(RANK, WORLD_SIZE, MASTER_*...), in the user's home directory, its output appended to
+WORKDIR/bystander.log; it waits (bounded) until the bystander has written its first line there,
+then starts the job. The bystander outlives the job; `stop()` ends it too.
+
     from scenarios.jobs import start
     sc = start("loader_accumulating", tmp_path, speed=4)
     try:
@@ -37,7 +44,13 @@ from scenarios.jobs.registry import SCENARIO_ROOT, SCENARIOS, ScenarioSpec
 
 STATE_FILE = "scenario.json"
 LOG_FILE = "train.log"
+BYSTANDER_LOG = "bystander.log"
+BYSTANDER_READY_S = 120.0  # it imports torch, on a busy 2-core machine
 STOP_TIMEOUT_S = 5.0
+# What torchrun gives a rank: a bystander has none of it (it is nobody's rank).
+LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                 "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                 "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS")
 
 
 class ScenarioError(RuntimeError):
@@ -61,7 +74,10 @@ class Scenario:
     taxonomy: str | None = None
     started_at: float = 0.0  # time.time()
     proc_start_ticks: int | None = None  # /proc/PID/stat starttime, guards against pid reuse
+    bystander_pid: int | None = None  # the bystander (a session and group of its own), if any
+    bystander_start_ticks: int | None = None
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+    _bystander: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.log = Path(self.log)
@@ -95,40 +111,36 @@ class Scenario:
         """True while any non-zombie process of the job's group exists."""
         return bool(group_members(self.pgid)) if self._owns_group() else False
 
+    def bystander_alive(self) -> bool:
+        """True while the scenario's bystander (its own process group) has a live process."""
+        if self.bystander_pid is None or not _same_process(self.bystander_pid, self.bystander_start_ticks):
+            return False
+        return bool(group_members(self.bystander_pid))
+
     def _owns_group(self) -> bool:
         """False when the leader's pid now belongs to a different process (pid reuse)."""
-        if self.proc_start_ticks is None:
-            return True
-        ticks = _start_ticks(self.pgid)
-        return ticks is None or ticks == self.proc_start_ticks
+        return _same_process(self.pgid, self.proc_start_ticks)
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> bool:
-        """SIGKILL the job's whole process group and wait (bounded) until it is gone.
+        """SIGKILL the job's whole process group, and the bystander's, and wait (bounded) until
+        they are gone.
 
-        Waits until os.killpg(pgid, 0) says the group is gone (killed workers are
+        Waits until os.killpg(pgid, 0) says a group is gone (killed workers are
         reaped by init). Returns True then, or at the deadline when only zombies
         are left (a container whose init does not reap); False if any live process
-        of the group survived.
+        of either group survived.
         """
-        if self._owns_group():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pgid, signal.SIGKILL)
         deadline = time.monotonic() + max(0.0, timeout)
-        if self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        # Killed workers whose parent died are reaped by init a moment later; wait for the
-        # group to vanish entirely, but where nobody reaps, zombies alone count as stopped.
-        while True:
-            try:
-                os.killpg(self.pgid, 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                pass
-            if time.monotonic() >= deadline:
-                return not group_members(self.pgid)
-            time.sleep(0.05)
+        groups = [(self.pgid, self._owns_group(), self._proc)]
+        if self.bystander_pid is not None:
+            groups.append((self.bystander_pid, _same_process(self.bystander_pid, self.bystander_start_ticks),
+                           self._bystander))
+        for pgid, owned, _ in groups:
+            if owned:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
+        gone = [_wait_group_gone(pgid, proc, deadline) for pgid, _, proc in groups]
+        return all(gone)
 
     def wait_for_log(self, pattern: str, timeout: float) -> bool:
         """Poll the log (from where this job started writing) for a regex; bounded."""
@@ -158,6 +170,34 @@ class Scenario:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _wait_group_gone(pgid: int, proc: subprocess.Popen[bytes] | None, deadline: float) -> bool:
+    """Wait (until `deadline`) for a killed process group to vanish: True once it has, or at the
+    deadline when only zombies are left; False if a live process of it survived."""
+    if proc is not None:  # our child: reap it, or it stays a zombie of ours
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    # Killed workers whose parent died are reaped by init a moment later; wait for the
+    # group to vanish entirely, but where nobody reaps, zombies alone count as stopped.
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        if time.monotonic() >= deadline:
+            return not group_members(pgid)
+        time.sleep(0.05)
+
+
+def _same_process(pid: int, start_ticks: int | None) -> bool:
+    """False when `pid` now belongs to a different process than the one started (pid reuse)."""
+    if start_ticks is None:
+        return True
+    ticks = _start_ticks(pid)
+    return ticks is None or ticks == start_ticks
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -225,6 +265,43 @@ def _install_fake_bin(spec: ScenarioSpec, workdir: Path) -> str | None:
     return str(dst)
 
 
+def _bystander_code(spec: ScenarioSpec) -> str:
+    """The bystander's program for `python3 -c`: its file without full-line comments and blank
+    lines (they explain it to a reader of the file; `ps` shows only the program)."""
+    text = (SCENARIO_ROOT / str(spec.bystander)).read_text()
+    return "\n".join(line for line in text.splitlines()
+                     if line.strip() and not line.lstrip().startswith("#"))
+
+
+def _start_bystander(spec: ScenarioSpec, workdir: Path, interpreter: str) -> subprocess.Popen[bytes]:
+    """Start the scenario's bystander (see the module docstring) and wait, bounded, until it has
+    written its first line; raise ScenarioError (and kill it) when it exits or stays silent."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env["PYTHONUNBUFFERED"] = "1"
+    home = os.path.expanduser("~")  # someone's session, not the job's directory
+    log = workdir / BYSTANDER_LOG
+    with log.open("ab") as fh:
+        offset = fh.tell()
+        proc = subprocess.Popen(
+            [interpreter, "-c", _bystander_code(spec), str(workdir)],
+            cwd=home if os.path.isdir(home) else "/", env=env, stdin=subprocess.DEVNULL, stdout=fh,
+            stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+        )
+    deadline = time.monotonic() + BYSTANDER_READY_S
+    while log.stat().st_size <= offset and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if log.stat().st_size > offset and proc.poll() is None:
+        return proc
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=STOP_TIMEOUT_S)
+    with log.open("rb") as fh:
+        fh.seek(offset)
+        said = fh.read().decode("utf-8", "replace").strip()[-2000:]
+    raise ScenarioError(f"scenario {spec.name!r}: its bystander (pid {proc.pid}) did not start "
+                        f"(exit status {proc.returncode}): {said or 'no output'}")
+
+
 def _has_module(interpreter: str, module: str) -> bool:
     """Whether `interpreter` finds `module` (without importing it)."""
     code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
@@ -274,7 +351,7 @@ def start(
         previous = load(workdir)
     except ScenarioError:
         previous = None
-    if previous is not None and previous.is_alive():
+    if previous is not None and (previous.is_alive() or previous.bystander_alive()):
         raise ScenarioError(f"{workdir} already runs scenario {previous.name!r} "
                             f"(pid {previous.pid}); stop it first")
 
@@ -301,6 +378,7 @@ def start(
         argv += ["--data-dir", str(workdir / "data")]
     argv += list(extra_args or [])
 
+    bystander = _start_bystander(spec, workdir, interpreter) if spec.bystander else None
     log = workdir / LOG_FILE
     with log.open("ab") as fh:
         offset = fh.tell()
@@ -312,7 +390,9 @@ def start(
         name=name, pid=proc.pid, log=log, workdir=workdir, path_prepend=path_prepend,
         env=tool_env, pgid=proc.pid, log_offset=offset, argv=argv, speed=speed,
         taxonomy=spec.taxonomy, started_at=time.time(), proc_start_ticks=_start_ticks(proc.pid),
-        _proc=proc,
+        bystander_pid=bystander.pid if bystander else None,
+        bystander_start_ticks=_start_ticks(bystander.pid) if bystander else None,
+        _proc=proc, _bystander=bystander,
     )
     scenario.save()
     return scenario
@@ -322,6 +402,7 @@ def stop_dir(workdir: Path | str, timeout: float = STOP_TIMEOUT_S) -> Scenario:
     """Stop the scenario recorded in `workdir` (from any process); raise if it survives."""
     scenario = load(workdir)
     if not scenario.stop(timeout):
-        raise ScenarioError(f"scenario {scenario.name!r} (pgid {scenario.pgid}) still has live "
-                            f"processes after {timeout:g}s")
+        raise ScenarioError(f"scenario {scenario.name!r} (pgid {scenario.pgid}"
+                            + (f", bystander {scenario.bystander_pid}" if scenario.bystander_pid else "")
+                            + f") still has live processes after {timeout:g}s")
     return scenario

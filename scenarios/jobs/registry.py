@@ -25,6 +25,12 @@ class ScenarioSpec:
     related: tuple[str, ...] = ()  # other taxonomy ids a diagnosis may also name
     fake_bin: str | None = None  # directory of fake tools to put first on the tool's PATH
     requires: tuple[str, ...] = ()  # modules beyond the standard library the job imports
+    # The expected "runbook:conclusion" where the scenario fixes it (a diagnosis benchmark
+    # scores against it). A job over several hosts: the conclusion on the host at fault.
+    conclusion: str | None = None
+    # Python code (a file relative to SCENARIO_ROOT) the launcher runs with `python3 -c` before
+    # the job, apart from it: another user's process on the same machine (launch.py).
+    bystander: str | None = None
 
 
 SCENARIOS: dict[str, ScenarioSpec] = {
@@ -40,6 +46,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy="hang.dataloader",
         seed="000_dadab12364f791e6.txt",
+        conclusion="training-hang:dataloader-accumulating",
     ),
     "nvidia_smi_hang": ScenarioSpec(
         name="nvidia_smi_hang",
@@ -55,6 +62,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="001_1ea3a68e4614ca9e.txt",
         related=("hang.ray-init", "hang.ray-collect"),
         fake_bin="nvidia_smi_hang/bin",
+        conclusion="training-hang:gpu-driver-hang",
     ),
     "healthy": ScenarioSpec(
         name="healthy",
@@ -66,6 +74,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy=None,
         severity="ok",
+        conclusion="training-hang:healthy",
     ),
     "ray_actor_init_hang": ScenarioSpec(
         name="ray_actor_init_hang",
@@ -82,6 +91,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="001_1ea3a68e4614ca9e.txt",
         related=("hang.ray-collect",),
         requires=("ray",),
+        conclusion="training-hang:ray-workers-initialising",
     ),
     "ray_collect_hang": ScenarioSpec(
         name="ray_collect_hang",
@@ -98,6 +108,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="001_1ea3a68e4614ca9e.txt",
         related=("hang.ray-init",),
         requires=("ray",),
+        conclusion="training-hang:ray-collect-stuck",
     ),
     "ddp_mismatch": ScenarioSpec(
         name="ddp_mismatch",
@@ -114,6 +125,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="hang.collective",
         seed="002_8c5ded5e8229fdf4.txt",
         requires=("torch",),
+        conclusion="training-hang:collective-mismatch",
     ),
     "master_port_taken": ScenarioSpec(
         name="master_port_taken",
@@ -131,6 +143,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         severity="critical",
         seed="002_8c5ded5e8229fdf4.txt",
         requires=("torch",),
+        conclusion="ddp-errors:port-in-use",
     ),
     "unrecognized_args": ScenarioSpec(
         name="unrecognized_args",
@@ -149,6 +162,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy="launch.cli-args",
         seed="002_8c5ded5e8229fdf4.txt",
+        conclusion="cli-args:boolean-flag-with-value",
     ),
     "world_size_exceeds_devices": ScenarioSpec(
         name="world_size_exceeds_devices",
@@ -169,6 +183,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="002_8c5ded5e8229fdf4.txt",
         related=("launch.rendezvous",),
         requires=("torch",),
+        conclusion="ddp-errors:world-size-mismatch",
     ),
     "data_generation_stuck": ScenarioSpec(
         name="data_generation_stuck",
@@ -184,6 +199,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy="hang.dataloader",
         seed="004_38db7c1f00092d63.txt",
+        conclusion="rlhf-hang:data-generation-stuck",
     ),
     "nan_loss": ScenarioSpec(
         name="nan_loss",
@@ -201,6 +217,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         seed="003_1dd9d86bdb9eee1e.txt",
         related=("numerics.lr-schedule",),
         requires=("torch",),
+        conclusion="nan-loss:lr-too-high",
     ),
     "cuda_oom": ScenarioSpec(
         name="cuda_oom",
@@ -218,6 +235,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="oom.gpu",
         seed="002_8c5ded5e8229fdf4.txt",
         requires=("torch",),
+        conclusion="cuda-oom:oom-batch-or-model",
     ),
     "state_dict_mismatch": ScenarioSpec(
         name="state_dict_mismatch",
@@ -237,6 +255,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="checkpoint.key-mismatch",
         seed="002_8c5ded5e8229fdf4.txt",
         requires=("torch",),
+        conclusion="checkpoint-problems:prefix-mismatch",
     ),
     # One rank per host of a 4-rank gloo job (start each rank on its own host with RANK,
     # WORLD_SIZE=4, MASTER_ADDR/MASTER_PORT of rank 0's host): tests/e2e/test_cross_rank.py.
@@ -254,6 +273,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy="hang.collective",
         requires=("torch",),
+        conclusion="training-hang:collective-order-mismatch",
     ),
     "gloo_rank_outside": ScenarioSpec(
         name="gloo_rank_outside",
@@ -268,6 +288,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="hang.collective",
         related=("perf.straggler",),
         requires=("torch",),
+        conclusion="training-hang:rank-out-of-step",
     ),
     "gloo_rank_behind": ScenarioSpec(
         name="gloo_rank_behind",
@@ -284,6 +305,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="hang.collective",
         related=("perf.straggler",),
         requires=("torch",),
+        conclusion="training-hang:rank-behind",
     ),
     "gloo_missing_rank": ScenarioSpec(
         name="gloo_missing_rank",
@@ -297,6 +319,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         },
         taxonomy="launch.rendezvous",
         requires=("torch",),
+        conclusion="training-hang:rank-missing-here",
     ),
     "gloo_nccl_drift": ScenarioSpec(
         name="gloo_nccl_drift",
@@ -313,6 +336,68 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="launch.environment",
         related=("hang.collective",),
         requires=("torch",),
+        conclusion="training-hang:settings-differ-here",
+    ),
+    # Issue #24, "verdicts as specific as the evidence": tests/e2e/test_verdict_scenarios.py.
+    "gloo_lone_rank": ScenarioSpec(
+        name="gloo_lone_rank",
+        script="gloo_missing_rank/train.py",  # the same rank program, started as rank 0 of 2 alone
+        description={
+            "en": "Rank 0 of a 2-rank torch.distributed (gloo, CPU) job started alone on its host "
+                  "(RANK=0, WORLD_SIZE=2, MASTER_ADDR/MASTER_PORT as torchrun sets them); rank 1 is "
+                  "never started. Rank 0 holds the TCPStore and waits in init_process_group for its "
+                  "peer forever (gloo timeout 1 h). Needs torch.",
+            "zh": "两 rank 的 torch.distributed（gloo，CPU）任务中的 rank 0 独自在其主机上启动"
+                  "（RANK=0、WORLD_SIZE=2，MASTER_ADDR/MASTER_PORT 与 torchrun 设置的一样）；rank 1 从未"
+                  "启动。rank 0 持有 TCPStore，在 init_process_group 中永远等待它的对端（gloo 超时 1 小时）。"
+                  "需要 torch。",
+        },
+        taxonomy="launch.rendezvous",
+        severity="critical",
+        requires=("torch",),
+        conclusion="training-hang:waiting-in-rendezvous",
+    ),
+    "eight_ranks_two_missing": ScenarioSpec(
+        name="eight_ranks_two_missing",
+        script="eight_ranks_two_missing/train.py",
+        description={
+            "en": "One rank per host of an 8-rank torch.distributed (gloo, CPU) job, started on six "
+                  "hosts only (ranks 0-5; rank 6's host runs nothing, rank 7's is down). Before "
+                  "init_process_group each rank prepares its data shard through a DataLoader (one "
+                  "worker) and logs progress, so five logs keep moving; rank 3's shard has a file "
+                  "that never arrives (a FIFO nobody writes): its worker sleeps in open() and its "
+                  "main thread waits in the DataLoader, its log stopped. Needs torch.",
+            "zh": "每台主机一个 rank 的 8 rank torch.distributed（gloo，CPU）任务，只在六台主机上启动"
+                  "（rank 0-5；rank 6 的主机上什么也没运行，rank 7 的主机宕机）。在 init_process_group "
+                  "之前，每个 rank 通过 DataLoader（一个 worker）准备自己的数据分片并打印进度，所以五份"
+                  "日志一直在更新；rank 3 的分片中有一个永远读不到的文件（没有写入者的 FIFO）：它的 worker "
+                  "在 open() 中休眠，主线程在 DataLoader 中等待，日志停止。需要 torch。",
+        },
+        taxonomy="hang.dataloader",
+        related=("launch.rendezvous",),
+        requires=("torch",),
+        conclusion="training-hang:dataloader-stalled",  # node04 (rank 3)
+    ),
+    "oom_other_process": ScenarioSpec(
+        name="oom_other_process",
+        script="oom_other_process/train.py",
+        description={
+            "en": "A GPT pretraining job (the cuda_oom job at batch 4, which alone fits an 80 GB GPU) "
+                  "dies of CUDA out of memory at its first step because another process holds 70 GiB "
+                  "of the device: a stale notebook kernel (python3 -c \"import torch ...\", its own "
+                  "session, no RANK) started before the job. PyTorch's message names it: \"Process "
+                  "<pid> has 70.00 GiB memory in use.\" The job exits 1; the notebook runs on. Needs "
+                  "torch.",
+            "zh": "GPT 预训练任务（批量为 4 的 cuda_oom 任务，单独运行时 80 GB 的 GPU 放得下）在第一步就"
+                  "因 CUDA 显存不足退出，因为另一个进程占用了 70 GiB 显存：一个在任务之前启动、被遗忘的 "
+                  "notebook 内核（python3 -c \"import torch ...\"，独立会话，没有 RANK）。PyTorch 的报错"
+                  "指出了它：\"Process <pid> has 70.00 GiB memory in use.\" 任务以状态 1 退出，notebook "
+                  "继续运行。需要 torch。",
+        },
+        taxonomy="oom.gpu",
+        requires=("torch",),
+        conclusion="cuda-oom:gpu-held-by-other-process",
+        bystander="oom_other_process/stale_notebook.py",
     ),
     # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }

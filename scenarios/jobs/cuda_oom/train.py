@@ -27,6 +27,14 @@ op needed the memory, as a real CUDA OOM does.
 `--batch-size` (default 16) and `--n-layer` change the model and the batch; with
 `--batch-size 4` the forward fits (the job then runs its backward and AdamW step and trains on,
 slowly: one step per second / speed).
+
+Other processes on the device (`--gpu-processes DIR`, used by scenario `oom_other_process`): the
+simulated GPU's list of running processes, what NVML's nvmlDeviceGetComputeRunningProcesses gives
+a real one. DIR holds one file per process that holds memory on the device, named by its PID and
+holding its bytes; a process that has exited holds nothing (the driver frees a dead process's
+memory). What they hold is not free for this job, and the OOM message lists each of them before
+this process, as PyTorch's does (`Process 4242 has 70.00 GiB memory in use. Including non-PyTorch
+memory, this process has ...`).
 """
 
 from __future__ import annotations
@@ -72,6 +80,47 @@ def format_size(size: int) -> str:
     return f"{size / GiB:.2f} GiB"
 
 
+# -- the other processes on the simulated GPU ---------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            raw = fh.read()
+    except OSError:
+        return False
+    return raw[raw.rfind(")") + 2:][:1] not in ("Z", "X", "")
+
+
+class GpuProcesses:
+    """The simulated GPU's running processes other than this one: [(pid, bytes)], oldest first.
+
+    `folder` holds one file per process, named by its PID, holding the bytes it uses (see the
+    module docstring); None: no other process uses the device.
+    """
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = folder
+
+    def others(self) -> list[tuple[int, int]]:
+        if not self.folder or not os.path.isdir(self.folder):
+            return []
+        found = []
+        for name in os.listdir(self.folder):
+            path = os.path.join(self.folder, name)
+            if not name.isdigit() or int(name) == os.getpid() or not _alive(int(name)):
+                continue
+            try:
+                with open(path) as fh:
+                    used = int(fh.read().strip() or 0)
+                since = os.stat(path).st_mtime
+            except (OSError, ValueError):
+                continue  # gone meanwhile, or not written yet
+            found.append((since, int(name), used))
+        return [(pid, used) for _, pid, used in sorted(found)]
+
+
 # -- a model of the CUDA caching allocator ------------------------------------------------------
 
 
@@ -89,10 +138,12 @@ class MemBlock:
 class CachingAllocator:
     """Segments from the device, split into blocks; freed blocks stay cached (reserved)."""
 
-    def __init__(self, total: int, context: int, device: int = 0) -> None:
+    def __init__(self, total: int, context: int, device: int = 0,
+                 processes: GpuProcesses | None = None) -> None:
         self.total = total
         self.context = context
         self.device = device
+        self.processes = processes or GpuProcesses(None)
         self.pools: dict[bool, list[MemBlock]] = {True: [], False: []}  # small? -> free blocks
         self.allocated = 0
         self.reserved = 0
@@ -111,7 +162,9 @@ class CachingAllocator:
         return ROUND_LARGE * ((size + ROUND_LARGE - 1) // ROUND_LARGE)
 
     def device_free(self) -> int:
-        return self.total - self.context - self.reserved
+        """What cudaMemGetInfo would call free: less this process's and every other one's."""
+        others = sum(used for _, used in self.processes.others())
+        return max(0, self.total - self.context - self.reserved - others)
 
     def malloc(self, nbytes: int) -> MemBlock:
         size = self.round_size(nbytes)
@@ -167,7 +220,7 @@ class CachingAllocator:
         return best
 
     def _new_segment(self, alloc_size: int, small: bool) -> MemBlock | None:
-        if self.reserved + alloc_size > self.total - self.context:  # cudaMalloc fails
+        if alloc_size > self.device_free():  # cudaMalloc fails
             return None
         self.reserved += alloc_size
         return MemBlock(alloc_size, small)
@@ -184,12 +237,10 @@ class CachingAllocator:
     def _oom(self, alloc_size: int) -> Exception:
         import torch
 
-        in_use = self.reserved + self.context
         message = (
             f"CUDA out of memory. Tried to allocate {format_size(alloc_size)}. GPU {self.device} "
             f"has a total capacity of {format_size(self.total)} of which "
-            f"{format_size(self.device_free())} is free. Including non-PyTorch memory, this process "
-            f"has {format_size(in_use)} memory in use. Of the allocated memory "
+            f"{format_size(self.device_free())} is free. {self._process_info()}Of the allocated memory "
             f"{format_size(self.allocated)} is allocated by PyTorch, and "
             f"{format_size(self.reserved - self.allocated)} is reserved by PyTorch but unallocated."
             " If reserved but unallocated memory is large try setting"
@@ -199,6 +250,15 @@ class CachingAllocator:
             "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
         )
         return torch.OutOfMemoryError(message)
+
+    def _process_info(self) -> str:
+        """reportProcessMemoryInfo: each process on the device in NVML's order (the oldest first,
+        this one last here), as PyTorch 2.x words it."""
+        parts = [f"Process {pid} has {format_size(used)} memory in use. "
+                 for pid, used in self.processes.others()]
+        parts.append(f"Including non-PyTorch memory, this process has "
+                     f"{format_size(self.reserved + self.context)} memory in use. ")
+        return "".join(parts)
 
 
 def device_memory_mode(allocator: CachingAllocator):
@@ -333,6 +393,8 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--n-embd", type=int, default=2048)
     ap.add_argument("--vocab-size", type=int, default=50304)
     ap.add_argument("--max-steps", type=int, default=600000)
+    ap.add_argument("--gpu-processes", metavar="DIR",
+                    help="the simulated GPU's other processes (see the module docstring)")
     args = ap.parse_args(argv)
     pause = 1.0 / max(args.speed, 1e-6)
     sys.excepthook = excepthook
@@ -354,7 +416,7 @@ def main(argv: list | None = None) -> int:
         "model runs on torch's meta device; a model of the CUDA caching allocator with this "
         "capacity gives memory to every tensor it creates)")
 
-    allocator = CachingAllocator(DEVICE_TOTAL, CUDA_CONTEXT)
+    allocator = CachingAllocator(DEVICE_TOTAL, CUDA_CONTEXT, processes=GpuProcesses(args.gpu_processes))
     mode = device_memory_mode(allocator)
     device = torch.device("meta")  # stands for cuda:0
     with mode:

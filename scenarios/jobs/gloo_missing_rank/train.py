@@ -9,6 +9,10 @@ launch, or its launcher died): the three wait in `dist.init_process_group` for r
 wait for rank 2's store keys. State S, no CPU to speak of. They never issue a collective, so
 there is no flight record to dump. With all four ranks started it trains normally (a log
 line per step).
+
+Scenario `gloo_lone_rank` runs this same program as rank 0 of a 2-rank job (RANK=0,
+WORLD_SIZE=2) started alone on its host: it holds the TCPStore on MASTER_ADDR:MASTER_PORT and
+waits in `init_process_group` for rank 1, which is never started.
 """
 
 from __future__ import annotations

@@ -151,6 +151,21 @@ def test_registry_is_complete_and_names_known_taxonomy_ids() -> None:
     assert SCENARIOS["healthy"].taxonomy is None and SCENARIOS["healthy"].severity == "ok"
 
 
+def test_registry_conclusions_are_conclusions_of_the_expected_taxonomy() -> None:
+    """`conclusion` ("runbook:conclusion") names a conclusion of a shipped runbook, and that
+    conclusion carries the scenario's taxonomy id (none for a healthy one)."""
+    labelled = {name: spec for name, spec in SCENARIOS.items() if spec.conclusion is not None}
+    assert {"gloo_lone_rank", "eight_ranks_two_missing", "oom_other_process", "cuda_oom"} <= set(labelled)
+    for name, spec in labelled.items():
+        runbook_id, _, conclusion_id = str(spec.conclusion).partition(":")
+        runbook = yaml.safe_load((REPO / "runbooks" / f"{runbook_id}.yaml").read_text())
+        assert conclusion_id in runbook["conclusions"], (name, spec.conclusion)
+        taxonomy = runbook["conclusions"][conclusion_id].get("taxonomy") or []
+        assert (spec.taxonomy in taxonomy) if spec.taxonomy else not taxonomy, (name, taxonomy)
+        if spec.bystander is not None:
+            assert (SCENARIO_ROOT / spec.bystander).is_file(), spec.bystander
+
+
 def test_scenario_scripts_are_standard_library_only() -> None:
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     requires = {SCENARIO_ROOT / s.script: set(s.requires) for s in SCENARIOS.values()}
