@@ -376,7 +376,7 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="hang.dataloader",
         related=("launch.rendezvous",),
         requires=("torch",),
-        conclusion="training-hang:dataloader-stalled",  # node04 (rank 3)
+        conclusion="training-hang:dataloader-worker-stuck",  # node04 (rank 3)
     ),
     "oom_other_process": ScenarioSpec(
         name="oom_other_process",

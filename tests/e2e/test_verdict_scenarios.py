@@ -11,10 +11,9 @@
 Each class starts its scenario once (a class-scoped fixture that stops everything it started, and
 checks that nothing is left), asserts the real state the scenario claims (stacks by py-spy through
 `runbook check stack`, /proc, the logs), then runs `runbook run ... --format json` and asserts the
-verdicts the engine gives once issue #24 lands: those tests (`test_*_diagnosed_*`) are xfail until
-then.
+verdict an experienced engineer gives (`test_*_diagnosed_*`), with the facts in its finding.
 
-Recording the incidents (by hand, after the engine change; the test commits nothing):
+Recording the incidents (by hand; the test commits nothing):
 
     RUNBOOK_RECORD_VERDICTS=runbooks/recordings \
         .venv/bin/pytest tests/e2e/test_verdict_scenarios.py -k diagnosed
@@ -49,7 +48,6 @@ pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD_ENV = "RUNBOOK_RECORD_VERDICTS"
-ISSUE_24 = pytest.mark.xfail(strict=False, reason="issue #24 verdicts land with the engine change")
 SPEED = 2.0
 STALL_AFTER_S = 3.0  # stall_after (and loader_stall_after) given to training-hang
 START_TIMEOUT_S = 180.0  # torch imported by several ranks at once on a busy 2-core machine
@@ -308,7 +306,6 @@ class TestLoneRank:
         assert any(f.endswith(" init_process_group") for f in main["frames"]), main["frames"]
         assert "_create_c10d_store" in main["innermost"] or "TCPStore" in main["innermost"], main
 
-    @ISSUE_24
     def test_lone_rank_diagnosed_as_waiting_in_rendezvous(self, lone_rank: RankPerHost) -> None:
         job = lone_rank
         out = job.diagnose(["node01"], "gloo_lone_rank")
@@ -326,7 +323,7 @@ class TestLoneRank:
 EIGHT = [f"node{i:02d}" for i in range(1, 9)]
 MOVING = ["node01", "node02", "node03", "node05", "node06"]  # ranks 0, 1, 2, 4, 5
 STALLED = "node04"  # rank 3
-STALLED_CONCLUSION = "dataloader-stalled"  # issue #24's expectation for node04
+STALLED_CONCLUSION = "dataloader-worker-stuck"  # node04: its main thread waits on the DataLoader
 PROGRESS = r"^rank {rank}/8 \| preparing data shard {rank} \| step \d+ \| documents \d+ \|"
 
 
@@ -380,7 +377,6 @@ class TestEightRanksTwoMissing:
         fifo = job.private[STALLED] / "data" / "shard_03" / "part-00002.txt"
         assert fifo.is_fifo()
 
-    @ISSUE_24
     def test_eight_ranks_diagnosed_node_by_node(self, eight_ranks: RankPerHost) -> None:
         out = eight_ranks.diagnose(EIGHT, "eight_ranks_two_missing")
         report = report_of(out)
@@ -441,7 +437,6 @@ class TestOomOtherProcess:
         finally:
             assert alone.stop()
 
-    @ISSUE_24
     def test_cuda_oom_diagnosed_as_gpu_held_by_other_process(self, oom_other: Scenario) -> None:
         stale = oom_other.bystander_pid
         assert stale is not None
@@ -455,7 +450,6 @@ class TestOomOtherProcess:
         assert_fixes_leave_alone(report, stale)
         assert oom_other.bystander_alive()  # a diagnosis ends nothing
 
-    @ISSUE_24
     def test_training_hang_diagnosed_as_gpu_held_by_other_process(self, oom_other: Scenario) -> None:
         """The entry point finds the job gone (not the notebook) and reaches the same verdict."""
         stale = oom_other.bystander_pid

@@ -15,7 +15,7 @@ FIELDS = {
     "count", "kind", "requested_mib", "gpu", "total_mib", "free_mib", "this_process_mib",
     "other_processes", "other_processes_count", "other_processes_mib", "allocated_by_pytorch_mib",
     "reserved_unallocated_mib", "already_allocated_mib", "reserved_total_mib",
-    "self_listed_as_other", "held_by_others",
+    "self_listed_as_other", "held_by_others", "caused_by_others",
 }
 
 
@@ -74,3 +74,16 @@ def test_one_listed_process_far_above_pytorch_is_not_self() -> None:
     facts = cuda_oom.parse([line])
     assert facts is not None
     assert (facts["self_listed_as_other"], facts["held_by_others"]) == (False, None)
+
+
+def test_others_caused_the_oom_only_when_the_request_would_have_fit_without_them() -> None:
+    # https://github.com/lianqi1008/Control-GIC/issues/6: another process holds 11.29 GiB, but the
+    # job asked for 112.89 GiB of a 79.14 GiB GPU: no other process is to blame.
+    big = cuda_oom.parse(lines_of("new-format-held-by-another-process"))
+    assert big is not None and big["held_by_others"] is True and big["caused_by_others"] is False
+    # Constructed from the 2.1 format: 1 GiB asked, 0 free, 2 GiB held by another process.
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+            "capacity of 8.00 GiB of which 0 bytes is free. Process 7 has 2.00 GiB memory in use. "
+            "Including non-PyTorch memory, this process has 6.00 GiB memory in use.")
+    small = cuda_oom.parse([line])
+    assert small is not None and small["caused_by_others"] is True

@@ -34,6 +34,10 @@ last `CUDA out of memory` message that carries them; `count` and `kind` cover ev
 - held_by_others: True when the listed processes hold at least 1024 MiB and at least 10% of the
   GPU, decided only when the message also says what this process has; False when it does and they
   hold less, or when the one listed process is this one (self_listed_as_other); None otherwise
+- caused_by_others: True when others hold the GPU (held_by_others) and the request would have fit
+  in what they held plus what was free: without them the allocation succeeds. False when it would
+  not (a request larger than the GPU is the job's own problem, whoever else is there); None when
+  held_by_others is None or a number is missing
 """
 
 from __future__ import annotations
@@ -108,7 +112,16 @@ def judge(facts: dict[str, Any]) -> dict[str, Any]:
         held = others >= _OTHERS_MIN_MIB and others >= _OTHERS_MIN_SHARE * total
     elif self_listed:
         held = False
-    return {"self_listed_as_other": self_listed, "held_by_others": held}
+    return {"self_listed_as_other": self_listed, "held_by_others": held,
+            "caused_by_others": _caused(facts, held)}
+
+
+def _caused(facts: dict[str, Any], held: bool | None) -> bool | None:
+    """Whether the allocation would have succeeded had the other processes held nothing."""
+    requested, free = facts["requested_mib"], facts["free_mib"]
+    if held is None or requested is None or free is None:
+        return None
+    return bool(held) and requested <= free + facts["other_processes_mib"]
 
 
 def _self_listed(facts: dict[str, Any]) -> bool:

@@ -20,8 +20,9 @@ Facts (None, False or empty where the lines do not say):
   last_error, classified as connection | shm | ib | cuda | resource-limit | config | other
   (the first 20)
 - cause_kinds: the distinct causes, sorted
-- duplicate_gpu: [{rank, other_rank, device}] from `Duplicate GPU detected : rank 1 and rank 0
-  both on CUDA device 60` (device is the PCI bus id NCCL prints, a hex string)
+- duplicate_gpu: [{rank, other_rank, device, message}] from `Duplicate GPU detected : rank 1 and
+  rank 0 both on CUDA device 60` (device is the PCI bus id NCCL prints, a hex string; message is
+  NCCL's own words, `rank 1 and rank 0 both on CUDA device 60`)
 - env: {NCCL_X: value} from `NCCL_X set by environment to value`
 - socket_ifname: env's NCCL_SOCKET_IFNAME
 - socket_interfaces, bootstrap_interfaces: [{name, addr}] from `NET/Socket : Using [0]eth0:10.0.0.1<0>`
@@ -182,8 +183,9 @@ def _read_version(facts: dict[str, Any], m: re.Match[str]) -> None:
 
 
 def _read_duplicate(facts: dict[str, Any], m: re.Match[str]) -> None:
-    add_once(facts["duplicate_gpu"], {"rank": int(m.group(1)), "other_rank": int(m.group(2)),
-                                      "device": m.group(3)})
+    rank, other, device = int(m.group(1)), int(m.group(2)), m.group(3)
+    add_once(facts["duplicate_gpu"], {"rank": rank, "other_rank": other, "device": device,
+                                      "message": f"rank {rank} and rank {other} both on CUDA device {device}"})
 
 
 def _read_env(facts: dict[str, Any], m: re.Match[str]) -> None:
