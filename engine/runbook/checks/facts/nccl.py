@@ -184,8 +184,9 @@ def _read_version(facts: dict[str, Any], m: re.Match[str]) -> None:
 
 def _read_duplicate(facts: dict[str, Any], m: re.Match[str]) -> None:
     rank, other, device = int(m.group(1)), int(m.group(2)), m.group(3)
+    message = f"rank {rank} and rank {other} both on CUDA device {device}"
     add_once(facts["duplicate_gpu"], {"rank": rank, "other_rank": other, "device": device,
-                                      "message": f"rank {rank} and rank {other} both on CUDA device {device}"})
+                                      "message": message})
 
 
 def _read_env(facts: dict[str, Any], m: re.Match[str]) -> None:
