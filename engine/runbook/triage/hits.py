@@ -21,6 +21,12 @@ class LineHit:
     source: Source = STDIN
     rank: int | None = None
     time: str | None = None
+    full: str = ""  # the whole line (up to FULL_MAX) when `text` is cut for display: its facts
+
+    @property
+    def whole(self) -> str:
+        """The line as far as it was kept: what message facts are read from."""
+        return self.full or self.text
 
     @property
     def where(self) -> str:

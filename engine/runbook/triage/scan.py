@@ -34,6 +34,7 @@ BLOCK_LINES = 4096
 BLOCK_CHARS = 1 << 19
 TIME_LOOKBACK = 20  # lines above a matched line searched for a timestamp
 TEXT_MAX = 240  # characters of a matched line shown
+FULL_MAX = 4096  # characters of a long matched line kept for its facts (an OOM message is ~600)
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,8 @@ class Triage:
                 break
             time = line_time(earlier_line)
         return LineHit(number, _shown(raw, line, start), self._source,
-                       rank if rank is not None else self._source.rank, time)
+                       rank if rank is not None else self._source.rank, time,
+                       line[:FULL_MAX] if len(raw) > TEXT_MAX else "")
 
     def _record(self, compiled: _Compiled, count: int, shown: list[LineHit]) -> None:
         key = (compiled.n, self._source)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runbook.checks import facts as message_facts
 from runbook.format.model import Conclusion, Runbook, Text
 from runbook.library.runbooks import Library
 from runbook.triage.formula import evaluate
@@ -94,6 +95,11 @@ class Match:
         text = f"{count} line{'s' if count > 1 else ''} match '{pattern}' (first at {where})"
         return text + (f"; {more} more signature{'s' if more > 1 else ''} match" if more else "")
 
+    def facts(self) -> dict[str, Any]:
+        """The facts of the error messages among its matched lines (checks/facts/: amounts, PIDs,
+        devices, versions, sequence numbers), the evidence a person reads first."""
+        return message_facts.extract([line.whole for line in self.lines()])
+
     def to_json(self, lang: str = "en") -> dict[str, Any]:
         first = self.first
         return {
@@ -103,6 +109,7 @@ class Match:
             "score": round(self.score, 2), "why": self.why(lang),
             "first": _line_json(first) if first else None,
             "lines": [_line_json(h) for h in self.lines()],
+            "facts": self.facts(),
             "signatures": [{"pattern": s.pattern, "goto": s.signature.goto, "role": s.signature.role,
                             "file": s.source.path, "count": s.count, "first_line": s.first_line,
                             "last_line": s.last_line} for s in self.signatures],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runbook.format.model import Runbook
@@ -67,6 +67,9 @@ def _print_match(rank: int, match: Match, lang: str, runbook: Runbook | None, ma
           f"{'置信度' if zh else 'confidence'} {match.confidence:.2f})")
     print(f"    {'分类' if zh else 'taxonomy'}: {', '.join(match.taxonomy) or '-'}")
     print(f"    {match.why(lang)}")
+    facts = fact_line(match.facts(), zh)
+    if facts:
+        print(f"    {'事实' if zh else 'facts'}: {facts}")
     for hit in match.lines()[-SHOWN_LINES:]:
         text = hit.text if len(hit.text) <= LINE_WIDTH else hit.text[: LINE_WIDTH - 1] + "…"
         place = f"{hit.where:>7}" if many_files else f"{hit.line_no:>7}"
@@ -75,3 +78,27 @@ def _print_match(rank: int, match: Match, lang: str, runbook: Runbook | None, ma
         print(f"    → runbook run {match.runbook}" + (f"  ({runbook.title.get(lang)})" if runbook else ""))
     elif match.kind == "article":
         print(f"    → runbook show kb/{match.conclusion}")
+
+
+def fact_line(facts: dict[str, Any], zh: bool) -> str:
+    """The message facts worth a line: what PyTorch, NCCL and the watchdog said, in numbers."""
+    parts = []
+    oom = facts.get("cuda_oom") or {}
+    if oom.get("other_processes"):
+        others = ", ".join(f"{o['pid']}: {o['mib'] / 1024:.2f} GiB" for o in oom["other_processes"][:4])
+        parts.append(f"{'其他进程' if zh else 'other processes'} {others}")
+    if oom.get("requested_mib") is not None:
+        parts.append(f"{'申请' if zh else 'asked'} {oom['requested_mib'] / 1024:.2f} GiB")
+    nccl = facts.get("nccl") or {}
+    parts += [d["message"] for d in nccl.get("duplicate_gpu") or []][:2]
+    if nccl.get("cause_kinds"):
+        parts.append(f"NCCL {'原因' if zh else 'causes'}: {', '.join(nccl['cause_kinds'])}")
+    dog = facts.get("watchdog") or {}
+    if dog.get("timeouts"):
+        first = dog["timeouts"][0]
+        parts.append(f"{first.get('op')} SeqNum={first.get('seq')} Timeout(ms)={first.get('timeout_ms')}")
+    rdzv = facts.get("rendezvous") or {}
+    if rdzv.get("expected"):
+        joined = "个客户端已加入" if zh else "clients joined"
+        parts.append(f"{rdzv.get('joined')}/{rdzv['expected']} {joined}")
+    return "; ".join(parts)
