@@ -129,6 +129,19 @@ def test_a_pid_the_log_prints_ties_a_process_that_no_longer_holds_it(procs, tmp_
     assert result["tied_by"] == "log-pid"
 
 
+def test_an_nccl_prefix_ties_a_pid_only_on_its_own_host(procs, tmp_path, make_ctx) -> None:
+    import socket
+
+    job = procs([sys.executable, "-c", SLEEP], stdout=subprocess.DEVNULL)
+    log = tmp_path / "train.log"
+    log.write_text(f"gpu-elsewhere-77:{job.pid}:{job.pid + 9} [0] NCCL INFO Bootstrap : Using eth0\n")
+    assert job.pid not in _pids(process.run({"log": str(log)}, make_ctx(10.0)))
+    here = socket.gethostname().split(".")[0]
+    log.write_text(f"[rank0]:{here}:{job.pid}:{job.pid + 9} [0] NCCL INFO Bootstrap : Using eth0\n")
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert _pids(result) == {job.pid} and result["tied_by"] == "log-pid"
+
+
 def test_a_pid_printed_before_the_process_started_is_someone_else(procs, tmp_path, make_ctx) -> None:
     log = tmp_path / "train.log"
     log.write_text("placeholder\n")

@@ -10,7 +10,8 @@ A process is tied to the job by, strongest first:
 - `launcher`: it descends from a tied process (torchrun's ranks, DataLoader workers), or it is
   the launcher (torchrun, deepspeed, srun, mpirun, accelerate) above a tied rank;
 - `log-pid`: the log prints its PID (torchrun's `(pid: 4242)`, Ray's `(pid=4242)`, NCCL's
-  `host:4242:4260 [0] NCCL`) and it started before the log was last written;
+  `host:4242:4260 [0] NCCL` when the host is this one) and it started before the log was last
+  written;
 - `script`: it runs the script the log's traceback names (`File "/app/train.py", ... <module>`);
 - `launcher-env`: a launcher gave it RANK/LOCAL_RANK/WORLD_SIZE (or Slurm's SLURM_PROCID) and
   nothing above tied anything: the log may be written on another host (a shared file system,
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,8 +43,10 @@ _HEAD_BYTES = 64 * 1024  # the log's start: launchers print their ranks' PIDs th
 _TAIL_BYTES = 256 * 1024  # and its end: tracebacks, the elastic agent's failure report
 _LAUNCHERS = re.compile(r"(?:^|/)(?:torchrun|deepspeed|srun|mpirun|mpiexec|accelerate|horovodrun)$"
                         r"|^torch\.distributed\.(?:run|launch)$")
-# PIDs a log prints about its own processes.
-_LOG_PIDS = re.compile(r"\(pid[:=] ?(\d+)\)|\bpid[:=] ?(\d+)\b|\[PID (\d+)\]|^\S+?:(\d+):\d+ \[\d+\] NCCL")
+# PIDs a log prints about its own processes; NCCL's prefix also names the host (`gpu01:4242:4260
+# [0] NCCL`): a PID printed for another host is that host's.
+_LOG_PIDS = re.compile(r"\(pid[:=] ?(\d+)\)|\bpid[:=] ?(\d+)\b|\[PID (\d+)\]")
+_NCCL_PREFIX = re.compile(r"^(?:\S*\]: ?)?([\w.-]+):(\d+):\d+ \[\d+\] NCCL")
 _SCRIPT = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
 
 
@@ -149,8 +153,13 @@ def _printed_pids(lines: list[str], mtime: float, others: list[tuple[int, dict[s
     """Live processes the log names by PID that existed when the log was last written (a PID
     reused since by another program started later)."""
     printed: set[int] = set()
+    here = socket.gethostname().split(".")[0]
     for line in lines:
-        if "pid" not in line.lower() and "NCCL" not in line:
+        if "NCCL" in line:
+            nccl = _NCCL_PREFIX.match(line)
+            if nccl and nccl.group(1).split(".")[0] == here:
+                printed.add(int(nccl.group(2)))
+        if "pid" not in line.lower():
             continue
         for match in _LOG_PIDS.finditer(line):
             printed.update(int(group) for group in match.groups() if group)
