@@ -135,6 +135,24 @@ class Watchdog(threading.Thread):
             self._beat.clear()
 
 
+def train_forever(rank, world, speed):
+    """Data-parallel training of the tiny model: a step, an all_reduce of its gradients, a line
+    in the log, forever (the rendezvous must have completed: `init` first)."""
+    import torch.distributed as dist
+
+    trainer = Trainer(rank, world)
+    step = 0
+    while True:
+        x, y = trainer.batch()
+        loss = trainer.backward(x, y)
+        flat = trainer.flat_grad()
+        dist.all_reduce(flat)
+        trainer.apply(flat)
+        say(f"rank {rank} step {step} loss {loss.item():.4f}")
+        step += 1
+        time.sleep(0.3 / speed)
+
+
 def sleep_forever():
     while True:
         time.sleep(3600)

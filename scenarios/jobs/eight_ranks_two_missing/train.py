@@ -131,19 +131,8 @@ def main(argv: list | None = None) -> int:
         f"MASTER_PORT={os.environ.get('MASTER_PORT')})")
     prepare_shard(rank, world, paths, args.documents, args.speed)
     job.init(rank, world)  # with ranks 6 and 7 missing, the ranks would wait here
-    import torch.distributed as dist
-
-    trainer = job.Trainer(rank, world)
-    step = 0
-    while True:
-        x, y = trainer.batch()
-        loss = trainer.backward(x, y)
-        flat = trainer.flat_grad()
-        dist.all_reduce(flat)
-        trainer.apply(flat)
-        say(f"rank {rank} step {step} loss {loss.item():.4f}")
-        step += 1
-        time.sleep(0.3 / args.speed)
+    job.train_forever(rank, world, args.speed)
+    return 0
 
 
 if __name__ == "__main__":

@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.abspath(os.path.join(__file__, "../../../..")))  # the repository root
 from scenarios.jobs import _gloo_job as job  # noqa: E402  (the repository root is on sys.path now)
-from scenarios.jobs._helpers import say  # noqa: E402
 
 
 def main(argv: list | None = None) -> int:
@@ -33,19 +31,8 @@ def main(argv: list | None = None) -> int:
     args = ap.parse_args(argv)
     rank, world = job.rank_env()
     job.init(rank, world)  # ranks 0, 1, 3 wait here for rank 2
-    import torch.distributed as dist
-
-    trainer = job.Trainer(rank, world)
-    step = 0
-    while True:
-        x, y = trainer.batch()
-        loss = trainer.backward(x, y)
-        flat = trainer.flat_grad()
-        dist.all_reduce(flat)
-        trainer.apply(flat)
-        say(f"rank {rank} step {step} loss {loss.item():.4f}")
-        step += 1
-        time.sleep(0.3 / args.speed)
+    job.train_forever(rank, world, args.speed)
+    return 0
 
 
 if __name__ == "__main__":

@@ -48,9 +48,7 @@ PARAMS: dict[str, Any] = {
                 "description": 'The training process whose dump prefix to read ("" means not given)'},
         "match": {"type": "string",
                   "description": "Regex searched in each process's full command line"},
-        "log": {"type": "string",
-                "description": "The job's log: with no pid or match, the processes tied to it are the "
-                               "job's (see the process check)"},
+        "log": process.LOG_PARAM,
         "endpoint": {"type": ["integer", "string"],
                      "description": "A torch debug worker server on this node to fetch the trace from: "
                                     "a port, host:port or http://127.0.0.1:PORT/handler/fr_trace_json "

@@ -37,9 +37,7 @@ PARAMS: dict[str, Any] = {
                 "description": 'The training process ("" means not given)'},
         "match": {"type": "string",
                   "description": "Regex searched in each process's full command line (first match is used)"},
-        "log": {"type": "string",
-                "description": "The job's log: with no pid or match, the processes tied to it are the "
-                               "job's (see the process check)"},
+        "log": process.LOG_PARAM,
     },
     "additionalProperties": False,
 }

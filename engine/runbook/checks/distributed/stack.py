@@ -40,9 +40,7 @@ PARAMS: dict[str, Any] = {
                 "description": 'Dump this one process id ("" means not given)'},
         "match": {"type": "string",
                   "description": "Regex searched in each process's full command line"},
-        "log": {"type": "string",
-                "description": "The job's log: with no pid or match, the processes tied to it are the "
-                               "job's (see the process check)"},
+        "log": process.LOG_PARAM,
         "native": {"type": "boolean", "default": False,
                    "description": "Also show native (C/C++) frames: py-spy dump --native (slower)"},
         "py_spy": {"type": "string", "minLength": 1, "default": "py-spy",

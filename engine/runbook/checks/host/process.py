@@ -49,6 +49,13 @@ PARAMS: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
+# The parameters of every check that selects the job's processes as this one does (stack, nccl,
+# flight_recorder), beside their own `pid` and `match` descriptions.
+LOG_PARAM: dict[str, Any] = {
+    "type": "string",
+    "description": "The job's log: with no pid or match, the processes tied to it are the job's (see "
+                   "the process check)",
+}
 _PROC_FIELDS = (
     "pid, ppid, cmdline, state, cpu_percent, rss_mib, threads, age_s, rank, local_rank, "
     "world_size, zombie, tied_by"
