@@ -166,11 +166,14 @@ def test_ctrl_c_keeps_what_came_back_before_it(tmp_path: Path) -> None:
     library = library_with(tmp_path)
     nodes = [Node("fast"), Node("slow")]
     walk = Walk(library, library.get("t"), nodes, HalfAnswering(), {}, WalkOptions())
+    # Python's own Ctrl-C, whatever an earlier test in this process (Ray's init) installed.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             walk.run()
     finally:
         release.set()
+        signal.signal(signal.SIGINT, previous)
     by_name = {o.node.name: o for o in walk.outcomes}
     assert by_name["fast"].status == CONCLUDED and by_name["fast"].path == ["age"]
     assert (by_name["slow"].status, by_name["slow"].reason) == (TIMEOUT, "step age: interrupted")

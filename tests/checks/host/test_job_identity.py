@@ -202,3 +202,38 @@ def test_a_log_that_is_not_there_says_so(tmp_path) -> None:
     ties = _tie(_candidate(30, launched=True), log=str(tmp_path / "nope.log"))
     assert ties.tied == {30: "launcher-env"}
     assert "was not found" in (ties.note or "")
+
+
+def test_ranks_of_the_same_job_as_the_log_writer_are_the_job_too(monkeypatch) -> None:
+    """Slurm's batch node: slurmstepd writes the log; the ranks' output reaches it through a pipe."""
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    writer = _candidate(40)
+    writer.env = {"SLURM_JOB_ID": "77"}
+    rank = _candidate(41, launched=True)
+    rank.env = {"SLURM_JOB_ID": "77", "SLURM_PROCID": "0"}
+    other_job = _candidate(42, launched=True)
+    other_job.env = {"SLURM_JOB_ID": "78", "SLURM_PROCID": "0"}
+    ties = _job.Ties(tied={40: "log-writer"})
+    _job._tie_same_job(ties, {40: writer, 41: rank, 42: other_job})
+    assert ties.tied == {40: "log-writer", 41: "same-job"}
+
+
+def test_the_probes_own_slurm_job_ties_its_ranks(monkeypatch) -> None:
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    rank = _candidate(51, launched=True)
+    rank.env = {"SLURM_JOB_ID": "77"}
+    ties = _job.Ties()
+    _job._tie_same_job(ties, {51: rank})
+    assert ties.tied == {51: "same-job"}
+
+
+def test_a_log_whose_storage_hangs_leaves_the_check_on_time(monkeypatch) -> None:
+    import threading
+
+    stuck = threading.Event()
+    monkeypatch.setattr(_job, "matching_files", lambda path: stuck.wait(5) or [])
+    started = time.monotonic()
+    ties = _tie(_candidate(60, launched=True), log="/hung/train.log")
+    assert time.monotonic() - started < 3
+    assert ties.tied == {60: "launcher-env"} and "hung" in (ties.note or "")
+    stuck.set()

@@ -9,6 +9,10 @@ A process is tied to the job by, strongest first:
   writer (`python train.py | tee train.log`);
 - `launcher`: it descends from a tied process (torchrun's ranks, DataLoader workers), or it is
   the launcher (torchrun, deepspeed, srun, mpirun, accelerate) above a tied rank;
+- `same-job`: a launcher started it for the same job as a tied process (the same SLURM_JOB_ID,
+  TORCHELASTIC_RUN_ID or MASTER_ADDR:MASTER_PORT), or for the Slurm job the probe itself runs in:
+  ranks whose output reaches the log through a pipe (Slurm's I/O forwarding, `tee`) are the job's
+  although they do not hold it;
 - `log-pid`: the log prints its PID (torchrun's `(pid: 4242)`, Ray's `(pid=4242)`, NCCL's
   `host:4242:4260 [0] NCCL` when the host is this one) and it started before the log was last
   written;
@@ -29,7 +33,9 @@ from __future__ import annotations
 import os
 import re
 import socket
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,16 +84,23 @@ def tie(candidates: dict[int, Candidate], others: list[tuple[int, dict[str, Any]
         log_param: str, deadline: float) -> Ties:
     """Tie the candidates to the job; `others` are every process (pid, stat) of the node."""
     ties = Ties()
-    log = _resolve(log_param)
-    if log_param and log is None:
+    # The log may sit on storage that hangs: read it in a thread the check does not wait past
+    # the deadline for (a stuck read is left behind; the check answers without the log's ties).
+    by_log = Ties()
+    done = _in_time(lambda: _tie_by_log(by_log, log_param, candidates, others, deadline), deadline)
+    if not done:
+        ties.note = (f"reading the log {log_param!r} hung (its storage does not answer): nothing "
+                     "ties a process to it")
+    else:
+        ties = by_log
+    log = ties.log
+    if log_param and log is None and done:
         ties.note = f"the log {log_param!r} was not found, so nothing ties a process to it"
-    if log is not None:
-        ties.log = log
-        _tie_by_log(ties, log, candidates, others, deadline)
     if not ties.tied:
         _tie_without_log(ties, candidates, log is not None)
     if ties.tied:
         _tie_tree(ties, others, candidates)
+    _tie_same_job(ties, candidates)
     ties.foreign = _foreign(candidates, ties.tied)
     return ties
 
@@ -99,8 +112,31 @@ def _resolve(log_param: str) -> str | None:
     return str(files[0]["path"]) if files else None
 
 
-def _tie_by_log(ties: Ties, log: str, candidates: dict[int, Candidate],
+def _in_time(work: Callable[[], None], deadline: float) -> bool:
+    """Run `work` in a daemon thread; whether it finished by the deadline. An exception it raised
+    is raised here, in the check, where the probe reports it."""
+    failed: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            work()
+        except Exception as exc:  # carried to the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=guarded, name="runbook-job-log", daemon=True)
+    thread.start()
+    thread.join(max(0.05, deadline - time.monotonic()))
+    if failed:
+        raise failed[0]
+    return not thread.is_alive()
+
+
+def _tie_by_log(ties: Ties, log_param: str, candidates: dict[int, Candidate],
                 others: list[tuple[int, dict[str, Any]]], deadline: float) -> None:
+    log = _resolve(log_param)
+    if log is None:
+        return
+    ties.log = log
     try:
         st = os.stat(log)
     except OSError:
@@ -233,6 +269,38 @@ def _tie_tree(ties: Ties, others: list[tuple[int, dict[str, Any]]], candidates: 
         up = parent.get(pid)
         if up and up not in ties.tied and _is_launcher(up, candidates):
             ties.tied[up] = "launcher"
+
+
+def _identity(env: dict[str, str]) -> set[tuple[str, str]]:
+    """What names the job a launcher started a process for."""
+    keys = {(name, env[name]) for name in ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID") if env.get(name)}
+    if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+        keys.add(("MASTER", f"{env['MASTER_ADDR']}:{env['MASTER_PORT']}"))
+    return keys
+
+
+def _tie_same_job(ties: Ties, candidates: dict[int, Candidate]) -> None:
+    """Launched candidates of the same job as a tied process, or of the probe's own Slurm job."""
+    keys: set[tuple[str, str]] = set()
+    for pid in ties.tied:
+        env = candidates[pid].env if pid in candidates else _environ(pid)
+        keys |= _identity(env or {})
+    if os.environ.get("SLURM_JOB_ID"):  # the probe runs inside the job (`srun --overlap`)
+        keys.add(("SLURM_JOB_ID", os.environ["SLURM_JOB_ID"]))
+    if not keys:
+        return
+    for pid, candidate in candidates.items():
+        if pid not in ties.tied and candidate.launched and _identity(candidate.env or {}) & keys:
+            ties.tied[pid] = "same-job"
+    if ties.tied and ties.exited:
+        ties.exited = False
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        return _procfs.environ(pid)
+    except OSError:
+        return {}
 
 
 def _is_launcher(pid: int, candidates: dict[int, Candidate]) -> bool:

@@ -60,7 +60,7 @@ _PROC_FIELDS = (
     "pid, ppid, cmdline, state, cpu_percent, rss_mib, threads, age_s, rank, local_rank, "
     "world_size, zombie, tied_by"
 )
-_TIES = ("pid, match, log-writer, process-group, launcher, log-pid, script, launcher-env, "
+_TIES = ("pid, match, log-writer, process-group, launcher, same-job, log-pid, script, launcher-env, "
          "only-torch-process")
 RESULT_FIELDS = {
     "found": {"type": "boolean", "en": "At least one process was selected",
