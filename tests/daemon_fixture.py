@@ -145,3 +145,16 @@ def started_fixture(name: str, make: MakeFactory[G], *args: Any, scope: Scope = 
 
     fixture.__doc__ = doc
     return pytest.fixture(scope=scope, name=name)(fixture)
+
+
+def group_gone(pgid: int, timeout: float = 5.0) -> bool:
+    """True once os.killpg(pgid, 0) raises ProcessLookupError (bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)

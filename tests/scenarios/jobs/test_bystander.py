@@ -11,13 +11,14 @@ import dataclasses
 import os
 import re
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from runbook.checks._procfs import environ
 from scenarios.jobs import SCENARIOS, Scenario, ScenarioError, load, start
+from tests.daemon_fixture import group_gone
 
 Launcher = Callable[..., Scenario]
 IDLE = """# a comment the launcher leaves out of the command line
@@ -26,24 +27,6 @@ print(f"up {os.getpid()} {sys.argv[1]}", flush=True)
 while True:
     time.sleep(3600)
 """
-
-
-def environ(pid: int) -> dict[str, str]:
-    items = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
-    return dict(item.split("=", 1) for item in items if "=" in item)
-
-
-def group_gone(pgid: int, timeout: float = 5.0) -> bool:
-    """True once os.killpg(pgid, 0) raises ProcessLookupError (bounded wait)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
 
 
 @pytest.fixture

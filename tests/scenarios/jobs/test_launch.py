@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runbook.checks._procfs import environ
 from scenarios.jobs import (
     SCENARIO_ROOT,
     SCENARIOS,
@@ -30,6 +31,7 @@ from scenarios.jobs import (
     load,
     start,
 )
+from tests.daemon_fixture import group_gone
 
 REPO = Path(__file__).resolve().parents[3]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -80,24 +82,6 @@ def state(pid: int) -> str:
 
 def cmdline(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
-
-
-def environ(pid: int) -> dict[str, str]:
-    items = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
-    return dict(item.split("=", 1) for item in items if "=" in item)
-
-
-def group_gone(pgid: int, timeout: float = 5.0) -> bool:
-    """True once os.killpg(pgid, 0) raises ProcessLookupError (bounded wait)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.1) -> bool:
