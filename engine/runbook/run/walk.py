@@ -267,13 +267,13 @@ class Walk:
 
     def _inferred(self, runbook: Runbook, target: str) -> bool:
         """Whether `target` is a conclusion resting on an inference about the job."""
-        rid, cid = target.split(":", 1) if ":" in target else (runbook.id, target)
+        rid, cid = _split_target(runbook, target)
         book = runbook if rid == runbook.id else self.library.get(rid)
         conclusion = book.conclusions.get(cid) if book else None
         return conclusion is not None and conclusion.basis == "job"
 
     def _move(self, outcome: NodeOutcome, runbook: Runbook, target: str) -> None:
-        rid, step_id = (target.split(":", 1) if ":" in target else (runbook.id, target))
+        rid, step_id = _split_target(runbook, target)
         if step_id == "start":
             other = self.library.get(rid)
             step_id = other.start if other else step_id
@@ -376,6 +376,12 @@ class Walk:
     def _done(self, outcome: NodeOutcome) -> None:
         for listener in self.listeners:
             listener.on_node_done(outcome)
+
+
+def _split_target(runbook: Runbook, target: str) -> tuple[str, str]:
+    """A goto as (runbook id, step or conclusion id): `other:step` names another runbook."""
+    rid, _, name = target.rpartition(":")
+    return (rid or runbook.id), name
 
 
 def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
