@@ -159,10 +159,51 @@ def test_the_script_a_traceback_names_ties_the_process_running_it(procs, tmp_pat
     job = procs([sys.executable, str(script)], stdout=subprocess.DEVNULL)
     log = tmp_path / "train.log"
     log.write_text(f'Traceback (most recent call last):\n  File "{script}", line 3, in <module>\n'
-                   "RuntimeError: boom\n")
+                   "ConnectionError: store refused\nretrying in 10 s\nstep 12 | loss 2.31\n")
     result = process.run({"log": str(log)}, make_ctx(10.0))
     assert _pids(result) == {job.pid}
     assert result["tied_by"] == "script"
+
+
+def test_a_log_ending_in_a_crash_is_a_run_that_ended_whatever_runs_its_script(procs, tmp_path,
+                                                                            make_ctx) -> None:
+    """Seen on an H100: the job died of OOM beside the previous run of the same script, which a
+    launcher had started and which still held the GPU; it was taken for the job."""
+    script = tmp_path / "train.py"
+    script.write_text(SLEEP)
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1"}
+    previous = procs([sys.executable, str(script), "--run", "1"], stdout=subprocess.DEVNULL, env=env)
+    log = tmp_path / "train.log"
+    log.write_text(f"step 1 | loss 2.0\nTraceback (most recent call last):\n"
+                   f'  File "{script}", line 3, in <module>\n'
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 24.00 GiB.\n")
+    result = process.run({"log": str(log)}, make_ctx(10.0))
+    assert result["found"] is False and result["job_exited"] is True
+    assert "torch.OutOfMemoryError" in result["reason"] and "the job has exited" in result["reason"]
+    [entry] = [f for f in result["foreign"] if f["pid"] == previous.pid]
+    assert "another run" in entry["why"]
+
+
+@pytest.mark.parametrize(("tail", "crash"), [
+    # torch's own words, from the H100 runs of scripts/gpu-verdicts.sh
+    (["Traceback (most recent call last):", '  File "/w/verdict_jobs.py", line 106, in <module>',
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 24.00 GiB. GPU 0 has a total "
+      "capacity of 79.18 GiB of which 17.21 GiB is free."], "torch.OutOfMemoryError"),
+    (["[rank1]: Traceback (most recent call last):", '[rank1]:   File "/w/verdict_jobs.py", line 106',
+      "[rank1]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage",
+      "[W1128 03:59:45.711971552 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() "
+      "was not called before program exit", "E1128 03:59:46 failed (exitcode: 1) local_rank: 1 (pid: 805)",
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+      "Root Cause (first observed failure):"],
+     "torch.distributed.DistBackendError"),
+    (["Traceback (most recent call last):", "KeyError: 'lr'", "step 101 | loss 1.2"], None),
+    (["step 7 | loss 1.9", "RuntimeError: not after a traceback"], None),
+    (["Traceback (most recent call last):", "ValueError: old", "epoch 3 done",
+      "Traceback (most recent call last):",
+      "  File \"t.py\", line 1, in <module>", "[rank0]: RuntimeError: new"], "RuntimeError"),
+])
+def test_a_crash_at_the_end_of_the_log(tail: list[str], crash: str | None) -> None:
+    assert _job.ended_in_crash(tail) == crash
 
 
 def _ppid(pid: int) -> int | None:

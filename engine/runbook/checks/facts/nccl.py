@@ -22,7 +22,8 @@ Facts (None, False or empty where the lines do not say):
 - cause_kinds: the distinct causes, sorted
 - duplicate_gpu: [{rank, other_rank, device, message}] from `Duplicate GPU detected : rank 1 and
   rank 0 both on CUDA device 60` (device is the PCI bus id NCCL prints, a hex string; message is
-  NCCL's own words, `rank 1 and rank 0 both on CUDA device 60`)
+  NCCL's own words, `rank 1 and rank 0 both on CUDA device 60`); each rank of a pair prints it,
+  and the pair is kept once, in the order first seen
 - env: {NCCL_X: value} from `NCCL_X set by environment to value`
 - socket_ifname: env's NCCL_SOCKET_IFNAME
 - socket_interfaces, bootstrap_interfaces: [{name, addr}] from `NET/Socket : Using [0]eth0:10.0.0.1<0>`
@@ -184,6 +185,9 @@ def _read_version(facts: dict[str, Any], m: re.Match[str]) -> None:
 
 def _read_duplicate(facts: dict[str, Any], m: re.Match[str]) -> None:
     rank, other, device = int(m.group(1)), int(m.group(2)), m.group(3)
+    if any({d["rank"], d["other_rank"]} == {rank, other} and d["device"] == device
+           for d in facts["duplicate_gpu"]):
+        return  # the other rank of the pair said it too
     message = f"rank {rank} and rank {other} both on CUDA device {device}"
     add_once(facts["duplicate_gpu"], {"rank": rank, "other_rank": other, "device": device,
                                       "message": message})

@@ -16,7 +16,8 @@ A process is tied to the job by, strongest first:
 - `log-pid`: the log prints its PID (torchrun's `(pid: 4242)`, Ray's `(pid=4242)`, NCCL's
   `host:4242:4260 [0] NCCL` when the host is this one) and it started before the log was last
   written;
-- `script`: it runs the script the log's traceback names (`File "/app/train.py", ... <module>`);
+- `script`: it runs the script the log's traceback names (`File "/app/train.py", ... <module>`),
+  and the log does not end in that crash (see below);
 - `launcher-env`: a launcher gave it RANK/LOCAL_RANK/WORLD_SIZE (or Slurm's SLURM_PROCID) and
   nothing above tied anything: the log may be written on another host (a shared file system,
   Slurm's output forwarding);
@@ -25,7 +26,10 @@ A process is tied to the job by, strongest first:
 
 Every other Python process with libtorch loaded or a launcher's environment is `foreign`: a
 stale notebook, the previous run, another user's job. When a log was given and nothing is tied
-to it, the job has exited. Standard library only, like every check module.
+to it, the job has exited. A log that nobody holds open and that ends in a crash (a traceback's
+exception with no progress after it) is a run that has ended: a process running the same script
+or started by a launcher is then another run (the previous one still holding the GPU, say), not
+this one, and only a PID the log prints still ties. Standard library only, like every check module.
 """
 
 from __future__ import annotations
@@ -54,6 +58,14 @@ _LAUNCHERS = re.compile(r"(?:^|/)(?:torchrun|deepspeed|srun|mpirun|mpiexec|accel
 _LOG_PIDS = re.compile(r"\(pid[:=] ?(\d+)\)|\bpid[:=] ?(\d+)\b|\[PID (\d+)\]")
 _NCCL_PREFIX = re.compile(r"^(?:\S*\]: ?)?([\w.-]+):(\d+):\d+ \[\d+\] NCCL")
 _SCRIPT = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
+# A crash at the log's end: a traceback, then its exception (`torch.OutOfMemoryError: ...`,
+# `[rank0]: RuntimeError: ...`), then nothing that a running job writes, only the launcher's
+# epilogue (torchrun's failure summary, NCCL's shutdown warnings).
+_CRASH_WINDOW = 120  # lines at the end of the log
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_EXCEPTION = re.compile(r"^(?:\[[^\]]*\]:?\s*)?"  # torchrun's `[rank0]:` prefix
+                        r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::|$)")
+_PROGRESS = re.compile(r"\b(?:step|iter(?:ation)?|epoch|loss|retry|retrying|resum(?:e|ing))\b", re.IGNORECASE)
 
 
 @dataclass
@@ -77,6 +89,8 @@ class Ties:
     log: str | None = None  # the log that was read (a glob's newest match)
     log_writers: list[int] = field(default_factory=list)
     exited: bool = False  # a log was given and no live process is tied to it
+    crash: str | None = None  # the exception the log ends in, when nobody holds the log
+    other_runs: list[int] = field(default_factory=list)  # run its script, but the log's run ended
     note: str | None = None  # why the ties are weak or none, for the reason field
 
 
@@ -96,12 +110,16 @@ def tie(candidates: dict[int, Candidate], others: list[tuple[int, dict[str, Any]
     log = ties.log
     if log_param and log is None and done:
         ties.note = f"the log {log_param!r} was not found, so nothing ties a process to it"
-    if not ties.tied:
+    if ties.crash and not ties.tied:
+        ties.exited = True
+        ties.note = (f"the log ends in the job's crash ({ties.crash}) and no process holds it open: "
+                     "the job has exited (a process running its script is another run)")
+    elif not ties.tied:
         _tie_without_log(ties, candidates, log is not None)
     if ties.tied:
         _tie_tree(ties, others, candidates)
     _tie_same_job(ties, candidates)
-    ties.foreign = _foreign(candidates, ties.tied)
+    ties.foreign = _foreign(candidates, ties.tied, ties.other_runs)
     return ties
 
 
@@ -154,8 +172,30 @@ def _tie_by_log(ties: Ties, log_param: str, candidates: dict[int, Candidate],
     head_and_tail = _read_ends(log)
     for pid in _printed_pids(head_and_tail, st.st_mtime, others):
         ties.tied[pid] = "log-pid"
-    for pid in _running_script(head_and_tail, candidates):
+    running_script = _running_script(head_and_tail, candidates)
+    ties.crash = ended_in_crash(head_and_tail[-_CRASH_WINDOW:])
+    if ties.crash:  # the run that wrote the log has ended: its script's name ties no live process
+        ties.other_runs = [pid for pid in running_script if pid not in ties.tied]
+        return
+    for pid in running_script:
         ties.tied.setdefault(pid, "script")
+
+
+def ended_in_crash(lines: list[str]) -> str | None:
+    """The exception a log ends in (its name), or None: the first exception line after a
+    traceback, with no progress line after it (a traceback the job survived is followed by more
+    steps)."""
+    armed, found = False, None
+    for line in lines:
+        if _TRACEBACK.search(line):
+            armed = armed or found is None
+        elif armed and found is None:
+            match = _EXCEPTION.match(line.strip())
+            if match:
+                found = match.group(1)
+        elif found and _PROGRESS.search(line):
+            armed, found = False, None
+    return found
 
 
 def _writers(others: list[tuple[int, dict[str, Any]]], dev: int, ino: int, deadline: float) -> list[int]:
@@ -315,11 +355,15 @@ def _argv(pid: int) -> list[str]:
         return []
 
 
-def _foreign(candidates: dict[int, Candidate], tied: dict[int, str]) -> list[dict[str, Any]]:
+def _foreign(candidates: dict[int, Candidate], tied: dict[int, str],
+             other_runs: list[int]) -> list[dict[str, Any]]:
     out = []
     for pid, candidate in sorted(candidates.items()):
-        if pid in tied or not (candidate.torch or candidate.launched):
+        if pid in tied or not (candidate.torch or candidate.launched or pid in other_runs):
             continue
-        why = "a launcher's RANK/WORLD_SIZE" if candidate.launched else "torch loaded"
+        if pid in other_runs:
+            why = "runs the job's script, but the log ends in its crash: another run"
+        else:
+            why = "a launcher's RANK/WORLD_SIZE" if candidate.launched else "torch loaded"
         out.append({"pid": pid, "cmdline": " ".join(candidate.argv)[:200], "why": why})
     return out[:FOREIGN_MAX]
