@@ -97,8 +97,9 @@ class SshTransport:
         except ProbeFailure as exc:
             return ProbeAnswer("error", error=str(exc), duration_s=time.monotonic() - start)
         except Exception as exc:  # a surprise on one node must not lose the others
-            return ProbeAnswer("error", error=f"ssh: {type(exc).__name__}: {exc}",
-                               duration_s=time.monotonic() - start)
+            # close() releases a connecting session's pipes under its reader (EBADF): stopping
+            error = INTERRUPTED if self.closed else f"ssh: {type(exc).__name__}: {exc}"
+            return ProbeAnswer("error", error=error, duration_s=time.monotonic() - start)
 
     def close(self) -> None:
         """End every node's input at once (busy probes kill their check's commands, idle ones
