@@ -101,6 +101,7 @@ class Receiver:
         except PayloadError as exc:
             self._count("refused")
             raise Refused(400, str(exc)) from None
+        self._count("notifications")
         try:
             taken = intake.take(notification, self.router, self.queue, self.workers.submit)
         except QueueFull as exc:
