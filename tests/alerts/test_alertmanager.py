@@ -304,3 +304,11 @@ def test_a_killed_receiver_loses_no_queued_alert_and_silences_while_it_runs(setu
     assert len(ours) >= 3  # the killed run's, and one per finished run
     assert wait_for(lambda: all(s["status"]["state"] == "expired" for s in am.silences()
                                 if s["createdBy"] == "runbook"), 5)
+
+
+def test_the_documented_receiver_config_is_one_alertmanager_accepts(tmp_path: Path) -> None:
+    alertmanager_fixture.ALERTMANAGER.require()
+    config = Path(__file__).resolve().parents[2] / "docs" / "alerts" / "alertmanager.yml"
+    checked = subprocess.run(["amtool", "check-config", str(config)], capture_output=True, text=True,
+                             timeout=30)
+    assert checked.returncode == 0 and "SUCCESS" in checked.stdout, checked.stdout + checked.stderr

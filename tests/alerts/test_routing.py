@@ -145,3 +145,26 @@ def test_ssh_config_aliases_skip_patterns(tmp_path: Path) -> None:
     assert ssh_aliases(config) == {"10.0.0.1": "gpu01", "10.0.0.2": "gpu02"}
     assert ssh_aliases(tmp_path / "missing") == {}
     assert host_of({"instance": "a:1:2"}) is None  # neither host:port nor an address
+
+
+def test_the_documented_rules_and_routes_fit_the_library() -> None:
+    """docs/alerts/rules.yml's alerts, as Alertmanager would send them, run the runbook they name
+    with the parameters docs/alerts/routes.yaml gives."""
+    import yaml
+
+    from runbook.library.lazy import open_library
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "alerts"
+    router = load_router(docs / "routes.yaml", set(open_library().by_id))
+    groups = yaml.safe_load((docs / "rules.yml").read_text())["groups"]
+    rules = [rule for group in groups for rule in group["rules"]]
+    assert len(rules) >= 4
+    for rule in rules:
+        labels = {"alertname": rule["alert"], "Hostname": "gpu01", "log_path": "/l", **rule["labels"]}
+        got = router.route(alert(labels, rule["annotations"]))
+        assert isinstance(got, RunRequest), (rule["alert"], got)
+        assert got.runbook == router.runbook_named_by(alert(labels, rule["annotations"]))
+    labels = {"alertname": "TrainingLogSilent", "instance": "gpu01:9100", "log_path": "/l"}
+    silent = router.route(alert(labels, {"stall_after": "900"}))
+    assert (silent.runbook, silent.params) == ("training-hang", {"log": "/l", "stall_after": "900"})
+    assert silent.fixes == "read-only"
