@@ -38,7 +38,9 @@ def test_a_job_survives_a_restart_and_its_alert_stays_taken(tmp_path: Path) -> N
     assert [(j.id, j.attempts, j.request) for j in pending][0] == (job.id, 1, REQUEST)
     assert len(pending) == 2 and again.offer(alert(), REQUEST) is None
     again.done(pending[0])
-    assert [j.id for j in AlertQueue(tmp_path).pending()] == [pending[1].id]
+    fresh = AlertQueue(tmp_path)
+    assert [j.id for j in fresh.pending()] == [pending[1].id]
+    assert fresh.offer(alert(), REQUEST) is None  # run and gone, still taken (seen.json)
     assert not [p for p in (tmp_path / "queue").iterdir() if p.name.startswith(".")]  # no temp file left
 
 

@@ -6,8 +6,9 @@
 Every file is written whole to a temporary file, synced and renamed over the old one: a crash
 leaves the old or the new content, never half. A job's file goes only once its run has ended
 (`done`); one whose run was cut short by a crash or a restart is run again when the receiver
-starts, up to MAX_ATTEMPTS times. The job is written before the alert counts as seen, and
-every queued job counts as seen, so a crash between the two neither loses nor doubles it.
+starts, up to MAX_ATTEMPTS times. An alert is taken when its job file or seen.json says so:
+seen.json is written when a job leaves the queue, before its file goes, so the intake (while
+Alertmanager waits) writes one file per alert, and no crash loses or doubles one.
 """
 
 from __future__ import annotations
@@ -85,8 +86,7 @@ class AlertQueue:
             job = Job(f"{stamp}-{alert.fingerprint}", alert, request,
                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)))
             self._write(job)
-            self._seen[alert.key] = now
-            self._save_seen()
+            self._seen[alert.key] = now  # on disk as the job file until done() saves it
             return job
 
     def started(self, job: Job) -> Job:
@@ -99,6 +99,9 @@ class AlertQueue:
         self._write(job)
 
     def done(self, job: Job) -> None:
+        """The job leaves the queue; its alert stays taken (seen.json first, then the file goes)."""
+        with self._lock:
+            self._save_seen()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.folder / f"{job.id}.json")
 
