@@ -32,6 +32,9 @@ def take(notification: Notification, router: Router, queue: AlertQueue,
     """Queue the firing alerts' runs and hand each job to `submit`. Raises QueueFull (the alerts
     queued before it stay queued; Alertmanager's retry finds them taken)."""
     intake = Intake()
+    if notification.truncated:
+        print(f"runbook alerts: Alertmanager left {notification.truncated} alert(s) out of a notification "
+              "(max_alerts in webhook_config): they start no run", file=sys.stderr)
     for alert in notification.alerts:
         if alert.status != "firing":  # a resolved alert never starts a run
             intake.resolved += 1

@@ -107,6 +107,9 @@ class Receiver:
         except QueueFull as exc:
             self._count("refused")
             raise Refused(503, f"{exc}; try again later") from None
+        except OSError as exc:  # the state directory cannot be written: Alertmanager retries
+            self._count("refused")
+            raise Refused(503, f"cannot queue the alerts: {exc.strerror or exc}") from None
         for what, n in (("queued", len(taken.queued)), ("duplicate", taken.duplicate),
                         ("resolved", taken.resolved), ("unmapped", taken.unmapped)):
             self._count(what, n)
