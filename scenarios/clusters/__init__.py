@@ -2,7 +2,8 @@
 
 * ssh.py: a fake multi-host cluster, one OpenSSH server per host in its own namespaces;
 * slurm.py: a real Slurm (munged, slurmctld, N slurmd, each slurmd in its own namespaces);
-* ray.py: a real multi-node Ray cluster (a head and N-1 workers).
+* ray.py: a real multi-node Ray cluster (a head and N-1 workers);
+* alertmanager.py: Prometheus' Alertmanager on loopback, posting to one webhook receiver.
 
 They share one lifecycle: daemon.py (one daemon: start, wait until ready, record, stop with
 everything it started) and group.py (a cluster of them: retried start, state file, stop,

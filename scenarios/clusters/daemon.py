@@ -45,7 +45,7 @@ from scenarios.clusters.procs import (
 POLL_S = 0.05
 KILL_WAIT_S = 5.0
 REAP_WAIT_S = 2.0  # for an `unshare` to exit by itself once its namespace is killed
-PORT_IN_USE = ("Address already in use", "Cannot bind any address")
+PORT_IN_USE = ("Address already in use", "address already in use", "Cannot bind any address")  # C, Go
 
 
 class DaemonError(RuntimeError):

@@ -42,6 +42,11 @@ def add_node_args(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--slurm-nodes", metavar="HOSTLIST", help="idle Slurm nodes (gpu[01-64]): "
                        "allocated for this run (salloc, job name runbook-health), checked through "
                        "that allocation without SSH, and released at its end")
+    add_reach_args(where)
+
+
+def add_reach_args(where: argparse._ActionsContainer) -> None:
+    """The inventory and how nodes are reached (for commands that get their nodes elsewhere)."""
     where.add_argument("--inventory", "-i", help="inventory file: ours (YAML) or Ansible INI/YAML")
     where.add_argument("--group", "-g", help="the inventory group to use (default: all hosts)")
     where.add_argument("--executor", choices=("local", "ssh", "ray"), default=None,

@@ -6,11 +6,14 @@ through the same transport as the checks, as the `command` check. What may run:
     dry run (default)    nothing; the report shows each command as it would run on each node
     --apply              read-only and changes-state fixes, after one confirmation on a terminal
     --apply --yes        also disruptive ones, without asking; never without a terminal
+    FixPolicy.effects    narrows that further: a run started by an alert may run `read-only`
+                         fixes at most, whatever else it is told
 
 The first node runs alone (a canary); after a failed fix, no fix starts on another node
 unless `keep_going`. Every executed fix is appended to the audit log (JSON lines), with secrets
 in its command hidden by the policy's redactor (the run's `Redactor.for_params` hides the values
-of secret-named parameters too).
+of secret-named parameters too), and the policy's `context` (the alert that started the run).
+`append_audit` writes one entry; the alert receiver records each of its runs with it.
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ class FixPolicy:
     keep_going: bool = False
     audit_log: Path | None = None
     redactor: Redactor = field(default_factory=Redactor)  # what the audit log hides
+    effects: tuple[str, ...] | None = None  # the only effects that may run; None: as above
+    context: dict[str, Any] = field(default_factory=dict)  # added to every audit entry
 
     def allows(self, effect: str) -> bool:
-        if not self.apply:
+        if not self.apply or (self.effects is not None and effect not in self.effects):
             return False
         if effect == "disruptive":
             return self.yes and self.interactive
@@ -93,6 +98,8 @@ def plan(outcomes: list[NodeOutcome], policy: FixPolicy, lang: str) -> list[Plan
 
 
 def _held_back_reason(effect: str, policy: FixPolicy) -> str:
+    if policy.effects is not None and effect not in policy.effects:
+        return f"{effect}: not allowed here (only {', '.join(policy.effects)})"
     if effect == "disruptive" and not policy.interactive:
         return "disruptive: never run without a terminal"
     return "disruptive: needs --yes"
@@ -134,7 +141,7 @@ def execute(planned: list[PlannedFix], transport: Transport, library: Library,
                 continue
             # A read-only fix that fails (a grep finding nothing) changed nothing: go on.
             ok = _run_one(item, transport, library) or item.effect == "read-only"
-            _audit(item, policy.audit_log, policy.redactor)
+            _audit(item, policy)
             if on_result:
                 on_result(item)
         return ok
@@ -207,22 +214,27 @@ def default_audit_log() -> Path:
     return Path(state) / "runbook" / "audit.jsonl"
 
 
-def _audit(item: PlannedFix, path: Path | None, redactor: Redactor) -> None:
-    if path is None:
-        return
+def _audit(item: PlannedFix, policy: FixPolicy) -> None:
     runbook = item.outcome.conclusion_runbook
-    entry = {
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "user": _user(), "from_host": socket.gethostname(),
+    append_audit(policy.audit_log, {
+        **policy.context,
         "node": item.outcome.node.name,
         "runbook": runbook.id if runbook else None, "version": runbook.version if runbook else None,
         "conclusion": item.outcome.conclusion.id if item.outcome.conclusion else None,
         "fix": item.title, "effect": item.effect, "command": item.command,
         "status": item.result.get("status"), "exit_code": item.result.get("exit_code"),
         "verify_passed": (item.result.get("verify") or {}).get("passed"),
-    }
+    }, policy.redactor)
+
+
+def append_audit(path: Path | None, fields: dict[str, Any], redactor: Redactor) -> None:
+    """One JSON line in the audit log: when, who, from where, then `fields` (secrets hidden)."""
+    if path is None:
+        return
+    entry = {"time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "user": _user(), "from_host": socket.gethostname(), **fields}
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:  # one line per fix, appended atomically enough
+    with path.open("a", encoding="utf-8") as fh:  # one line per entry, appended atomically enough
         fh.write(json.dumps(redactor.data(entry), ensure_ascii=False) + "\n")
 
 

@@ -40,14 +40,26 @@ class Walked:
     interrupted: bool = False
 
 
+@dataclass
+class Diagnosis:
+    """What one run found: its report, whether the fixes were refused (the blast-radius cap)
+    and whether Ctrl-C or SIGTERM cut it short."""
+
+    report: dict[str, Any]
+    refused: bool
+    interrupted: bool
+
+
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.targets import JobNotRunning
     from runbook.report import get_reporter
-    from runbook.report.build import build_report
     from runbook.report.text import is_tty
 
+    progress = sys.stderr if is_tty(sys.stderr) else None
+    reporter = get_reporter(args.format, lang=args.lang, progress=progress,
+                            color=args.output is None and is_tty(sys.stdout))
     try:
-        plan = _plan(args)
+        diagnosis = diagnose(args, reporter)
     except JobNotRunning as stopped:
         from runbook.cli.run.slurm_ended import explain_ended_job
 
@@ -56,23 +68,29 @@ def run(args: argparse.Namespace) -> int:
         if str(exc):
             print(f"runbook: {exc}", file=sys.stderr)
         return 2
-    progress = sys.stderr if is_tty(sys.stderr) else None
-    reporter = get_reporter(args.format, lang=args.lang, progress=progress,
-                            color=args.output is None and is_tty(sys.stdout))
+    _emit(reporter.render(diagnosis.report), args.output)
+    if diagnosis.interrupted:
+        print(f"runbook: {diagnosis.report['summary']['reason']}: the report is incomplete", file=sys.stderr)
+        return 130
+    return 2 if diagnosis.refused else int(diagnosis.report["summary"]["exit_code"])
+
+
+def diagnose(args: argparse.Namespace, reporter: Any, policy: Any = None) -> Diagnosis:
+    """`runbook run`'s work without its output: plan, walk every node (`reporter` listens),
+    act on the fixes as `policy` (a run.fixes.FixPolicy; by default the one the arguments
+    give) allows, build the report. Raises UsageError, or JobNotRunning. The alert receiver
+    runs its diagnoses through here too."""
+    from runbook.report.build import build_report
+
+    plan = _plan(args)
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
-    walked = _walk(args, plan, reporter, started)
+    walked = _walk(args, plan, reporter, started, policy)
     incomplete = interrupt_reason() if walked.interrupted else None
     report = build_report(plan.runbook, walked.outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                           time.monotonic() - clock, args.lang, plan.params, walked.fix_results,
                           incomplete=incomplete, job_verdicts=getattr(walked.walk, "job_verdicts", None))
-    _emit(reporter.render(report), args.output)
-    if walked.interrupted:
-        print(f"runbook: {incomplete}: the report is incomplete", file=sys.stderr)
-        return 130
-    return 2 if walked.refused else int(report["summary"]["exit_code"])
-
-
+    return Diagnosis(report, walked.refused, walked.interrupted)
 
 
 def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:
@@ -121,7 +139,8 @@ def _plan(args: argparse.Namespace) -> Plan:
     return Plan(library, runbook, params, nodes, record_dir)
 
 
-def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime) -> Walked:
+def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime,
+          policy: Any = None) -> Walked:
     """Walk every node (once, or until something changes with --watch), record, act on fixes."""
     from runbook.cli.targets import transports_from_args
     from runbook.run.walk import Walk, WalkOptions
@@ -148,7 +167,8 @@ def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime
             _write_recording(plan.record_dir, plan.runbook, outcomes, answers, plan.params, started)
         # An interrupted run never acts: its diagnosis is incomplete.
         fix_results, refused, stopped = act_on_fixes(args, walk, plan.library, transport,
-                                                     dry_run=interrupted, params=plan.params)
+                                                     dry_run=interrupted, params=plan.params,
+                                                     policy=policy)
     finally:
         transport.close()
     return Walked(walk, outcomes, fix_results, refused, interrupted or stopped)
@@ -192,19 +212,30 @@ def _write_recording(directory: Path, runbook: Any, outcomes: Any, answers: dict
           file=sys.stderr)
 
 
-def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: Any,
-                 dry_run: bool = False, params: dict[str, Any] | None = None,
-                 ) -> tuple[dict[Any, Any], bool, bool]:
-    """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix),
-    whether the run refused to act (the blast-radius cap) and whether Ctrl-C stopped it."""
+def fix_policy(args: argparse.Namespace, params: dict[str, Any] | None) -> Any:
+    """What `runbook run`'s arguments allow the fixes to do (--apply, --yes, --max-nodes...)."""
     from runbook.run import fixes
     from runbook.run.redact import Redactor
 
-    interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    policy = fixes.FixPolicy(apply=args.apply and not dry_run, yes=args.yes, interactive=interactive,
-                             max_nodes=args.max_nodes, keep_going=args.keep_going,
-                             audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log(),
-                             redactor=Redactor.for_params(params or {}))
+    return fixes.FixPolicy(apply=args.apply, yes=args.yes,
+                           interactive=sys.stdin.isatty() and sys.stderr.isatty(),
+                           max_nodes=args.max_nodes, keep_going=args.keep_going,
+                           audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log(),
+                           redactor=Redactor.for_params(params or {}))
+
+
+def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: Any,
+                 dry_run: bool = False, params: dict[str, Any] | None = None, policy: Any = None,
+                 ) -> tuple[dict[Any, Any], bool, bool]:
+    """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix),
+    whether the run refused to act (the blast-radius cap) and whether Ctrl-C stopped it."""
+    import dataclasses
+
+    from runbook.run import fixes
+
+    policy = policy or fix_policy(args, params)
+    if dry_run:
+        policy = dataclasses.replace(policy, apply=False)
     planned = fixes.plan(walk.outcomes, policy, args.lang)
     if not policy.apply:
         return fixes.node_results(planned), False, False
@@ -218,7 +249,7 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
     if not pending:
         print("runbook: no fix to run (none with a command, or all held back)", file=sys.stderr)
         return fixes.node_results(planned), False, False
-    if interactive and not args.yes:
+    if policy.interactive and not policy.yes:
         print(f"runbook: about to run these fixes:\n{pending}", file=sys.stderr)
         # The question goes to the terminal (stderr), never into the report on stdout.
         print("Run them? [y/N] ", end="", file=sys.stderr, flush=True)
