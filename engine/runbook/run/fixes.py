@@ -15,20 +15,16 @@ of secret-named parameters too).
 
 from __future__ import annotations
 
-import getpass
-import json
-import os
-import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from runbook.format import expr
 from runbook.library.runbooks import Library
+from runbook.run.audit import append_entry, who_and_when
 from runbook.run.redact import Redactor
 from runbook.run.walk import NodeOutcome
 from runbook.transports import Transport
@@ -202,35 +198,19 @@ def _verify(item: PlannedFix, transport: Transport, library: Library) -> dict[st
     return {"passed": passed, "check": verify["check"], "result": answer.result}
 
 
-def default_audit_log() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "runbook" / "audit.jsonl"
-
-
 def _audit(item: PlannedFix, path: Path | None, redactor: Redactor) -> None:
     if path is None:
         return
     runbook = item.outcome.conclusion_runbook
-    entry = {
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "user": _user(), "from_host": socket.gethostname(),
+    append_entry(path, {
+        **who_and_when(),
         "node": item.outcome.node.name,
         "runbook": runbook.id if runbook else None, "version": runbook.version if runbook else None,
         "conclusion": item.outcome.conclusion.id if item.outcome.conclusion else None,
         "fix": item.title, "effect": item.effect, "command": item.command,
         "status": item.result.get("status"), "exit_code": item.result.get("exit_code"),
         "verify_passed": (item.result.get("verify") or {}).get("passed"),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:  # one line per fix, appended atomically enough
-        fh.write(json.dumps(redactor.data(entry), ensure_ascii=False) + "\n")
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (containers): the uid is still who it was
-        return str(os.getuid())
+    }, redactor)
 
 
 def node_results(planned: list[PlannedFix]) -> dict[tuple[str, int], dict[str, Any]]:

@@ -198,12 +198,13 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
     """Plan the fixes (dry run by default), ask, run them. Returns what happened per (node, fix),
     whether the run refused to act (the blast-radius cap) and whether Ctrl-C stopped it."""
     from runbook.run import fixes
+    from runbook.run.audit import default_audit_log
     from runbook.run.redact import Redactor
 
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     policy = fixes.FixPolicy(apply=args.apply and not dry_run, yes=args.yes, interactive=interactive,
                              max_nodes=args.max_nodes, keep_going=args.keep_going,
-                             audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log(),
+                             audit_log=Path(args.audit_log) if args.audit_log else default_audit_log(),
                              redactor=Redactor.for_params(params or {}))
     planned = fixes.plan(walk.outcomes, policy, args.lang)
     if not policy.apply:
