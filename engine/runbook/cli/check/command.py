@@ -16,9 +16,9 @@ REPORT_SCHEMA = "runbook-check/v1"
 
 def run(args: argparse.Namespace) -> int:
     from runbook.checks import CHECK_TYPES, load_check
-    from runbook.cli.targets import nodes_from_args, transports_from_args
     from runbook.format.problems import did_you_mean
     from runbook.run.nodes import NodeSpecError
+    from runbook.run.targets import nodes_from_args, transports_from_args
 
     if args.type not in CHECK_TYPES:
         print(f"runbook check: no check type {args.type!r}{did_you_mean(args.type, CHECK_TYPES)} "

@@ -46,8 +46,8 @@ class Request:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.cli.targets import nodes_from_args, transports_from_args
     from runbook.run.nodes import NodeSpecError
+    from runbook.run.targets import nodes_from_args, transports_from_args
 
     try:
         request = parse_request(args)
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _default_log_from_job(args: argparse.Namespace, params: dict[str, Any]) -> None:
     """With --slurm-job, the job's StdOut is the `log` unless --set gave one (as in `run`)."""
-    from runbook.cli.targets import job_log
+    from runbook.run.targets import job_log
 
     log = job_log(args)
     if log and "log" not in params:

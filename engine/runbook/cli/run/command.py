@@ -41,10 +41,10 @@ class Walked:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.cli.targets import JobNotRunning
     from runbook.report import get_reporter
     from runbook.report.build import build_report
     from runbook.report.text import is_tty
+    from runbook.run.targets import JobNotRunning
 
     try:
         plan = _plan(args)
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:
     """With --slurm-job, the job's StdOut is the `log` unless --set gave one."""
-    from runbook.cli.targets import job_log
+    from runbook.run.targets import job_log
 
     log = job_log(args)
     given = {s.split("=", 1)[0] for s in args.sets or []}
@@ -89,10 +89,10 @@ def _plan(args: argparse.Namespace) -> Plan:
     """The runbook, its parameters and the nodes. Raises UsageError (an empty one when the
     runbook's lookup already said why)."""
     from runbook.cli.resolve import find_runbook
-    from runbook.cli.run.params import ParamError, parse_sets
-    from runbook.cli.targets import nodes_from_args
     from runbook.library.lazy import open_library
     from runbook.run.nodes import NodeSpecError
+    from runbook.run.params import ParamError, parse_sets
+    from runbook.run.targets import nodes_from_args
 
     library = open_library()  # loads only the runbooks the walk reaches
     runbook = find_runbook(args.id, library)
@@ -100,7 +100,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise UsageError("")
     if args.yes and not args.apply:
         raise UsageError("--yes only makes sense with --apply")
-    from runbook.cli.targets import JobNotRunning
+    from runbook.run.targets import JobNotRunning
 
     try:
         params = parse_sets(runbook, args.sets)
@@ -123,7 +123,7 @@ def _plan(args: argparse.Namespace) -> Plan:
 
 def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime) -> Walked:
     """Walk every node (once, or until something changes with --watch), record, act on fixes."""
-    from runbook.cli.targets import transports_from_args
+    from runbook.run.targets import transports_from_args
     from runbook.run.walk import Walk, WalkOptions
 
     transport = transports_from_args(args)

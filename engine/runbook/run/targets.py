@@ -1,4 +1,5 @@
-"""The nodes a command names and the transports that reach them (shared by run and check)."""
+"""The nodes a command names and the transports that reach them: the node arguments of `run`,
+`check` and `collect` (an argparse namespace), or the same names filled in by the MCP server's tools."""
 
 from __future__ import annotations
 
