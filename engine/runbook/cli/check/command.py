@@ -5,27 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from runbook.cli.interrupts import interrupt_reason
 
-REPORT_SCHEMA = "runbook-check/v1"
-
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.checks import CHECK_TYPES, load_check
-    from runbook.format.problems import did_you_mean
+    from runbook.run.adhoc import ask_all, check_module, check_report, validate
     from runbook.run.nodes import NodeSpecError
     from runbook.run.targets import nodes_from_args, transports_from_args
 
-    if args.type not in CHECK_TYPES:
-        print(f"runbook check: no check type {args.type!r}{did_you_mean(args.type, CHECK_TYPES)} "
-              f"(types: {', '.join(sorted(CHECK_TYPES))})", file=sys.stderr)
-        return 2
-    module = load_check(args.type)
     try:
+        module = check_module(args.type)
         params = parse_withs(args.withs)
         validate(args.type, module.PARAMS, params)
         nodes = nodes_from_args(args)
@@ -34,9 +25,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     timeout = args.timeout or float(module.DEFAULT_TIMEOUT)
     request = {"check": args.type, "with": params, "step": f"check:{args.type}"}
-    answers, interrupted = _ask_all(transports_from_args(args), nodes, request, timeout, args.forks)
-    report: dict[str, Any] = {"schema": REPORT_SCHEMA, "check": args.type, "with": params,
-                              "nodes": answers}
+    answers, interrupted = ask_all(transports_from_args(args), nodes, request, timeout, args.forks)
+    report = check_report(args.type, params, answers)
     if interrupted:
         report.update(incomplete=True, reason=interrupt_reason())
     if args.format == "json":
@@ -50,36 +40,6 @@ def run(args: argparse.Namespace) -> int:
     return 3 if failed else 0
 
 
-def _ask_all(transport: Any, nodes: list[Any], request: dict[str, Any], timeout: float,
-             forks: int) -> tuple[list[dict[str, Any]], bool]:
-    """Every node's answer, in node order, and whether Ctrl-C stopped the asking. The nodes
-    that had not answered by then are `timeout` with the reason `interrupted`."""
-    pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(nodes))))
-    answers: dict[str, dict[str, Any]] = {}
-    interrupted = False
-    try:
-        futures = {pool.submit(_ask, transport, n, request, timeout): n for n in nodes}
-        for future in as_completed(futures):
-            answers[futures[future].name] = future.result()
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        transport.close()  # on Ctrl-C: stops the probes still running on the nodes
-        pool.shutdown(wait=not interrupted, cancel_futures=True)
-    return [answers.get(n.name) or {"node": n.name, "status": "timeout", "result": None,
-                                    "error": "interrupted", "duration_s": 0.0}
-            for n in nodes], interrupted
-
-
-
-
-def _ask(transport: Any, node: Any, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    start = time.monotonic()
-    answer = transport.run_check(node, request, timeout)
-    return {"node": node.name, "status": answer.status, "result": answer.result,
-            "error": answer.error, "duration_s": round(time.monotonic() - start, 3)}
-
-
 def parse_withs(items: list[str]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for item in items:
@@ -91,21 +51,6 @@ def parse_withs(items: list[str]) -> dict[str, Any]:
         except ValueError:
             params[key] = raw
     return params
-
-
-def validate(ctype: str, schema: dict[str, Any], params: dict[str, Any]) -> None:
-    from jsonschema import Draft202012Validator
-
-    from runbook.format.problems import did_you_mean
-
-    known = list(schema.get("properties", {}))
-    for error in Draft202012Validator(schema).iter_errors(params):
-        if error.validator == "additionalProperties":
-            bad = next(k for k in params if k not in known)
-            raise ValueError(f"--with {bad}: check {ctype!r} has no parameter {bad!r}"
-                             f"{did_you_mean(bad, known)} (its parameters: {', '.join(known)})")
-        where = ".".join(map(str, error.absolute_path)) or "(parameters)"
-        raise ValueError(f"--with {where}: {error.message}")
 
 
 def render(report: dict[str, Any]) -> str:
