@@ -6,6 +6,7 @@ through the same transport as the checks, as the `command` check. What may run:
     dry run (default)    nothing; the report shows each command as it would run on each node
     --apply              read-only and changes-state fixes, after one confirmation on a terminal
     --apply --yes        also disruptive ones, without asking; never without a terminal
+    runbook mcp          nothing, or with --allow-read-only-fixes read-only ones (`effects`)
 
 The first node runs alone (a canary); after a failed fix, no fix starts on another node
 unless `keep_going`. Every executed fix is appended to the audit log (JSON lines), with secrets
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runbook.format import expr
+from runbook.format.model import EFFECTS
 from runbook.library.runbooks import Library
 from runbook.run.audit import append_entry, who_and_when
 from runbook.run.redact import Redactor
@@ -42,9 +44,13 @@ class FixPolicy:
     keep_going: bool = False
     audit_log: Path | None = None
     redactor: Redactor = field(default_factory=Redactor)  # what the audit log hides
+    # The effects this caller may apply at all, and why the others wait: runbook mcp allows
+    # read-only ones at most (DESIGN: nothing an assistant starts changes state).
+    effects: tuple[str, ...] = EFFECTS
+    not_allowed: str = ""
 
     def allows(self, effect: str) -> bool:
-        if not self.apply:
+        if not self.apply or effect not in self.effects:
             return False
         if effect == "disruptive":
             return self.yes and self.interactive
@@ -89,6 +95,8 @@ def plan(outcomes: list[NodeOutcome], policy: FixPolicy, lang: str) -> list[Plan
 
 
 def _held_back_reason(effect: str, policy: FixPolicy) -> str:
+    if effect not in policy.effects:
+        return f"{effect}: {policy.not_allowed or 'not allowed here'}"
     if effect == "disruptive" and not policy.interactive:
         return "disruptive: never run without a terminal"
     return "disruptive: needs --yes"
