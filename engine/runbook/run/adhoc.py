@@ -4,6 +4,7 @@ the transports, the answers in node order as the `runbook-check/v1` document hol
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -76,3 +77,20 @@ def _ask(transport: Transport, node: Node, request: dict[str, Any], timeout: flo
     answer = transport.run_check(node, request, timeout)
     return {"node": node.name, "status": answer.status, "result": answer.result,
             "error": answer.error, "duration_s": round(time.monotonic() - start, 3)}
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The document as `runbook check` prints it: each node's status, then its result's fields."""
+    out: list[str] = []
+    for answer in report["nodes"]:
+        head = f"{answer['node']}: {answer['status']} ({answer['duration_s']:.2f}s)"
+        out.append(head if answer["status"] == "ok" else f"{head}: {answer['error']}")
+        for key, value in (answer["result"] or {}).items():
+            shown = value if isinstance(value, (str, int, float, bool)) or value is None \
+                else json.dumps(value, ensure_ascii=False, default=str)
+            text = str(shown)
+            out.append(f"  {key}: {text if len(text) <= 200 else text[:197] + '...'}")
+    if report.get("incomplete"):
+        waiting = sum(a["error"] == "interrupted" for a in report["nodes"])
+        out.append(f"INCOMPLETE: {report['reason']}; {waiting} node(s) had not answered")
+    return "\n".join(out) + "\n"

@@ -109,6 +109,13 @@ def check_blast_radius(planned: list[PlannedFix], policy: FixPolicy) -> None:
                          f"{policy.max_nodes}; nothing was run (raise the cap or narrow --nodes)")
 
 
+def mark_pending(planned: list[PlannedFix], status: str, reason: str) -> None:
+    """Every fix still pending ends as `status` (refused, skipped) with `reason`: nothing ran it."""
+    for item in planned:
+        if item.result["status"] == "pending":
+            item.result = {"status": status, "reason": reason}
+
+
 def confirmation_text(planned: list[PlannedFix]) -> str:
     """What a person approves: every node and the exact command it will run."""
     lines = []

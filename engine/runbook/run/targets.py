@@ -40,6 +40,14 @@ def job_log(args: argparse.Namespace) -> str | None:
     return getattr(job, "stdout", None) if job is not None else None
 
 
+def default_log(args: argparse.Namespace, params: dict[str, Any], accepted: Any = None) -> None:
+    """With --slurm-job, the job's StdOut is the `log` unless one was given (and, with `accepted`,
+    the parameters a runbook has, only when it has a `log`)."""
+    log = job_log(args)
+    if log and "log" not in params and (accepted is None or "log" in accepted):
+        params["log"] = log
+
+
 def nodes_from_args(args: argparse.Namespace) -> list[Node]:
     """Raises NodeSpecError or ValueError with a one-line message; JobNotRunning for a
     `--slurm-job` that does not run."""

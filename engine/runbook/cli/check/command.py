@@ -11,7 +11,7 @@ from runbook.cli.interrupts import interrupt_reason
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.run.adhoc import ask_all, check_module, check_report, validate
+    from runbook.run.adhoc import ask_all, check_module, check_report, render_text, validate
     from runbook.run.nodes import NodeSpecError
     from runbook.run.targets import nodes_from_args, transports_from_args
 
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
     else:
-        sys.stdout.write(render(report))
+        sys.stdout.write(render_text(report))
     if interrupted:
         print(f"runbook check: {report['reason']}: the report is incomplete", file=sys.stderr)
         return 130
@@ -51,19 +51,3 @@ def parse_withs(items: list[str]) -> dict[str, Any]:
         except ValueError:
             params[key] = raw
     return params
-
-
-def render(report: dict[str, Any]) -> str:
-    out: list[str] = []
-    for answer in report["nodes"]:
-        head = f"{answer['node']}: {answer['status']} ({answer['duration_s']:.2f}s)"
-        out.append(head if answer["status"] == "ok" else f"{head}: {answer['error']}")
-        for key, value in (answer["result"] or {}).items():
-            shown = value if isinstance(value, (str, int, float, bool)) or value is None \
-                else json.dumps(value, ensure_ascii=False, default=str)
-            text = str(shown)
-            out.append(f"  {key}: {text if len(text) <= 200 else text[:197] + '...'}")
-    if report.get("incomplete"):
-        waiting = sum(a["error"] == "interrupted" for a in report["nodes"])
-        out.append(f"INCOMPLETE: {report['reason']}; {waiting} node(s) had not answered")
-    return "\n".join(out) + "\n"

@@ -16,7 +16,7 @@ from runbook.cli.interrupts import interrupt_reason
 def run(args: argparse.Namespace) -> int:
     from runbook.collect.bundle import BundleError, check_limits, make_request, summary, write_bundle
     from runbook.run.nodes import NodeSpecError
-    from runbook.run.targets import nodes_from_args, transports_from_args
+    from runbook.run.targets import default_log, nodes_from_args, transports_from_args
 
     limits = _limits(args)
     try:
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     except (BundleError, NodeSpecError, ValueError) as exc:
         print(f"runbook collect: {exc}", file=sys.stderr)
         return 2
-    _default_log_from_job(args, request.params)
+    default_log(args, request.params)
     bundle = write_bundle(nodes, transports_from_args(args), request, limits, interrupt_reason)
     sys.stdout.write(summary(bundle))
     if bundle.incomplete:
@@ -41,12 +41,3 @@ def _limits(args: argparse.Namespace) -> Any:
 
     return Limits(timeout=args.timeout, section_timeout=args.section_timeout, forks=args.forks,
                   connect_timeout=args.connect_timeout, python=args.python)
-
-
-def _default_log_from_job(args: argparse.Namespace, params: dict[str, Any]) -> None:
-    """With --slurm-job, the job's StdOut is the `log` unless --set gave one (as in `run`)."""
-    from runbook.run.targets import job_log
-
-    log = job_log(args)
-    if log and "log" not in params:
-        params["log"] = log

@@ -75,16 +75,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 
-def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:
-    """With --slurm-job, the job's StdOut is the `log` unless --set gave one."""
-    from runbook.run.targets import job_log
-
-    log = job_log(args)
-    given = {s.split("=", 1)[0] for s in args.sets or []}
-    if log and "log" in runbook.params and "log" not in given:
-        params["log"] = log
-
-
 def _plan(args: argparse.Namespace) -> Plan:
     """The runbook, its parameters and the nodes. Raises UsageError (an empty one when the
     runbook's lookup already said why)."""
@@ -92,7 +82,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     from runbook.library.lazy import open_library
     from runbook.run.nodes import NodeSpecError
     from runbook.run.params import ParamError, parse_sets
-    from runbook.run.targets import nodes_from_args
+    from runbook.run.targets import default_log, nodes_from_args
 
     library = open_library()  # loads only the runbooks the walk reaches
     runbook = find_runbook(args.id, library)
@@ -109,7 +99,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise
     except (ParamError, NodeSpecError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    _default_log_from_job(args, runbook, params)
+    default_log(args, params, runbook.params)
     record_dir = Path(args.record) if args.record else None
     if record_dir is not None:
         from runbook.run.recording import RecordingError, prepare_dir
@@ -213,7 +203,7 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
         fixes.check_blast_radius(planned, policy)
     except fixes.FixRefused as exc:
         print(f"runbook: {exc}", file=sys.stderr)
-        _mark_pending(planned, "refused", str(exc))
+        fixes.mark_pending(planned, "refused", str(exc))
         return fixes.node_results(planned), True, False
     pending = fixes.confirmation_text(planned)
     if not pending:
@@ -226,21 +216,15 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
         try:
             answer = sys.stdin.readline()
         except KeyboardInterrupt:
-            _mark_pending(planned, "refused", "not confirmed (interrupted)")
+            fixes.mark_pending(planned, "refused", "not confirmed (interrupted)")
             return fixes.node_results(planned), False, True
         if answer.strip().lower() not in ("y", "yes"):
-            _mark_pending(planned, "refused", "not confirmed")
+            fixes.mark_pending(planned, "refused", "not confirmed")
             return fixes.node_results(planned), False, False
     try:
         fixes.execute(planned, transport, library, policy, forks=args.forks)
     except KeyboardInterrupt:  # the fixes not yet run never will; the report says which ran
-        _mark_pending(planned, "skipped", "interrupted before it finished")
+        fixes.mark_pending(planned, "skipped", "interrupted before it finished")
         return fixes.node_results(planned), False, True
     print(f"runbook: executed fixes are recorded in {policy.audit_log}", file=sys.stderr)
     return fixes.node_results(planned), False, False
-
-
-def _mark_pending(planned: list[Any], status: str, reason: str) -> None:
-    for item in planned:
-        if item.result["status"] == "pending":
-            item.result = {"status": status, "reason": reason}
