@@ -35,6 +35,7 @@ LAYERS: list[set[str]] = [
     {"library"},                              # every runbook and article, found and searchable
     {"run", "triage", "i18n"},                # walking nodes; reading logs; two languages
     {"testing", "collect", "report", "site", "versions"},
+    {"mcp_server"},                           # the runbooks as an assistant's tools (runbook mcp)
     {"cli"},                                  # one package per subcommand
     {"__main__"},                             # `python -m runbook`
 ]

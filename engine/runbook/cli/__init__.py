@@ -47,6 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("runbook.cli.search", "search runbooks and knowledge-base articles (English or 中文)"),
     "site": ("runbook.cli.site", "build or preview the bilingual static site (site build | site serve)"),
     "collect": ("runbook.cli.collect", "gather a redacted diagnosis bundle (.tar.gz) from every node"),
+    "mcp": ("runbook.cli.mcp", "serve the runbooks as tools to an on-call assistant (MCP; read-only "
+            "by default)"),
 }
 
 
