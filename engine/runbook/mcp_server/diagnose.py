@@ -14,7 +14,7 @@ from runbook.library.runbooks import Library
 from runbook.mcp_server.answer import Answer, ToolInputError
 from runbook.mcp_server.catalog import find_runbook
 from runbook.mcp_server.progress import NodeCounter, Report
-from runbook.mcp_server.safety import ServerOptions, bounded_timeout, fix_policy
+from runbook.mcp_server.safety import ServerOptions, bounded_timeout, fix_policy, refuse_code
 from runbook.mcp_server.targets import FORKS, Where, reach
 from runbook.report.brief import brief
 from runbook.report.build import build_report
@@ -64,6 +64,7 @@ def run_runbook(request: RunRequest, options: ServerOptions, report: Report | No
 
 def typed_params(runbook: Any, sets: dict[str, Any]) -> dict[str, Any]:
     """`set` as `runbook run --set NAME=VALUE` reads it: typed, checked, paths made absolute."""
+    refuse_code("set", sets)
     try:
         return parse_sets(runbook, [f"{name}={_text(value)}" for name, value in sets.items()])
     except ParamError as exc:  # its messages name `--set NAME`: here the argument is `set`
@@ -90,6 +91,7 @@ def act_on_fixes(outcomes: list[NodeOutcome], transport: Transport, library: Lib
 def check(check_type: str, params: dict[str, Any], where: Where, timeout_s: float | None,
           options: ServerOptions, lang: str = "en", report: Report | None = None) -> Answer:
     """The runbook-check/v1 document (secrets redacted) and its text."""
+    refuse_code("params", params, check_type)
     try:
         module = check_module(check_type)
     except ValueError as exc:

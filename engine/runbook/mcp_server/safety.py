@@ -23,6 +23,15 @@ READ_ONLY_ONLY = ("an assistant applies read-only fixes only; a person runs `run
                   "for the others")
 
 
+# What runs a program or code the caller names: never chosen by an assistant (a line in a log it
+# reads could steer it), whatever the flags; a person still can, on the command line.
+CODE_CHECKS = {"command": "runs a shell command", "python": "runs Python code"}
+CODE_PARAMS = {"run": "is a command to run", "code": "is code to run",
+               "python": "names the interpreter to run", "py_spy": "names the program to run",
+               "pythonpath": "puts code on the import path", "reference": "can name code to import and call",
+               "reference_kwargs": "are arguments for code to call", "allow_pickle": "lets a pickle run code"}
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     """The flags of `runbook mcp`: everything a tool call may not exceed."""
@@ -58,3 +67,17 @@ def bounded_timeout(requested: float | None, options: ServerOptions, name: str =
     if requested <= 0:
         raise ToolInputError(f"{name}: {requested:g} is not a positive number of seconds")
     return min(float(requested), options.timeout_s)
+
+
+def refuse_code(argument: str, names: Any, check_type: str | None = None) -> None:
+    """Refuse a check type, or a parameter (of `set` or a check's `params`), that names a program
+    or code to run."""
+    if check_type in CODE_CHECKS:
+        raise ToolInputError(f"check_type: {check_type} {CODE_CHECKS[check_type]}: not for an assistant "
+                             "(run_runbook walks the runbooks' own checks)")
+    for name in names:
+        if name in CODE_PARAMS:
+            raise ToolInputError(f"{argument} {name}: {CODE_PARAMS[name]}, which an assistant may not "
+                                 f"choose (a person can: runbook on the command line)")
+    if isinstance(names, dict) and names.get("weights_only") is False:
+        raise ToolInputError(f"{argument} weights_only: false would unpickle, which can run code")

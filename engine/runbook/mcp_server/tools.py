@@ -94,7 +94,8 @@ class RunbookTools:
         slurm_job: SlurmJob = None,
         set: Annotated[dict[str, str | int | float | bool] | None, Field(description=(
             "the runbook's parameters, as `runbook run --set NAME=VALUE`, e.g. "
-            '{"log": "/path/train.log", "stall_after": 60}; show_runbook lists them'))] = None,
+            '{"log": "/path/train.log", "stall_after": 60}; show_runbook lists them. Parameters '
+            "that name a program or code to run (python, pythonpath, reference) are refused"))] = None,
         timeout_s: Timeout = None,
         apply_read_only_fixes: Annotated[bool, Field(description=(
             "run the conclusions' read-only fixes (only where the server was started with "
@@ -178,8 +179,9 @@ TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
         "read-only fixes. Reports progress: nodes done and left." + ZH,
         _hints("Run a runbook", open_world=True)),
     "check": (
-        "Run one check ad hoc on nodes (like ansible -m): process, log, stack, gpu, env, port... "
-        "Returns the runbook-check/v1 document: each node's result fields." + ZH,
+        "Run one check ad hoc on nodes (like ansible -m): process, log, stack, gpu, env, port, "
+        "file, network... Returns the runbook-check/v1 document: each node's result fields. The "
+        "command and python checks, and parameters naming a program or code to run, are refused." + ZH,
         _hints("Run one check", open_world=True)),
     "collect": (
         "Gather a redacted diagnosis bundle (.tar.gz: processes, environment, stacks, log tail, "
