@@ -4,6 +4,7 @@ as the command line's node arguments (run/targets.py), and capped by --max-nodes
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 
 from runbook.mcp_server.answer import ToolInputError
@@ -45,11 +46,18 @@ def reach(where: Where, options: ServerOptions) -> tuple[argparse.Namespace, lis
     except JobNotRunning as exc:
         raise ToolInputError(f"slurm_job: {exc.job.describe()}: nothing runs to check; "  # type: ignore[attr-defined]
                              "triage its log with triage_log instead") from None
-    except (NodeSpecError, ValueError) as exc:  # `--nodes: ...` names the command line's flag
-        said = str(exc)
-        raise ToolInputError(said[2:] if said.startswith("--") else f"{_named(where)}: {said}") from None
+    except (NodeSpecError, ValueError) as exc:
+        raise ToolInputError(as_argument(str(exc), where)) from None
     check_node_count(nodes, options)
     return args, nodes
+
+
+def as_argument(message: str, where: Where) -> str:
+    """A node error named by the tool's argument: `--slurm-job 12: ...` -> `slurm_job 12: ...`."""
+    flag = re.match(r"--([a-z-]+)", message)
+    if flag:
+        return flag.group(1).replace("-", "_") + message[flag.end():]
+    return f"{_named(where)}: {message}"
 
 
 def _named(where: Where) -> str:
