@@ -88,14 +88,14 @@ class RunbookTools:
         runbook: Annotated[str, Field(description="the runbook's id, e.g. training-hang (see "
                                                   "list_runbooks, or what triage_log names)")],
         ctx: Context,
-        nodes: Nodes = None,
-        inventory: Inventory = None,
-        group: Group = None,
-        slurm_job: SlurmJob = None,
         set: Annotated[dict[str, str | int | float | bool] | None, Field(description=(
             "the runbook's parameters, as `runbook run --set NAME=VALUE`, e.g. "
             '{"log": "/path/train.log", "stall_after": 60}; show_runbook lists them. Parameters '
             "that name a program or code to run (python, pythonpath, reference) are refused"))] = None,
+        nodes: Nodes = None,
+        inventory: Inventory = None,
+        group: Group = None,
+        slurm_job: SlurmJob = None,
         timeout_s: Timeout = None,
         apply_read_only_fixes: Annotated[bool, Field(description=(
             "run the conclusions' read-only fixes (only where the server was started with "
@@ -129,15 +129,15 @@ class RunbookTools:
         output: Annotated[str, Field(description="where the bundle (.tar.gz) goes on the server's "
                                                  "machine: a new file in a folder that exists")],
         ctx: Context,
-        nodes: Nodes = None,
-        inventory: Inventory = None,
-        group: Group = None,
-        slurm_job: SlurmJob = None,
         log: Annotated[str | None, Field(description="the training log (a glob picks the newest)")] = None,
         config: Annotated[list[str] | None, Field(description="config files or globs to include")] = None,
         pid: Annotated[int | None, Field(description="the training process (default: found "
                                                      "from the log)")] = None,
         match: Annotated[str | None, Field(description="or a regex on its command line")] = None,
+        nodes: Nodes = None,
+        inventory: Inventory = None,
+        group: Group = None,
+        slurm_job: SlurmJob = None,
         timeout_s: Timeout = None,
         section_timeout_s: Annotated[float | None, Field(description="seconds each section may take "
                                                                      "(default: its own, 5 to 90)")] = None,
