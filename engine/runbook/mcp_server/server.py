@@ -45,9 +45,15 @@ class RunbookServer(MCPServer):
         except ToolError as exc:
             answer = CallToolResult(content=[TextContent(type="text", text=error_line(name, exc))],
                                     is_error=True)
-        error = answer.content[0].text if getattr(answer, "is_error", False) else None
-        record_call(self.options.audit_log, name, arguments, error, time.monotonic() - begin)
+        record_call(self.options.audit_log, name, arguments, error_of(answer), time.monotonic() - begin)
         return answer
+
+
+def error_of(answer: Any) -> str | None:
+    """An error result's message (for the audit log), or None when the call answered."""
+    if not isinstance(answer, CallToolResult) or not answer.is_error:
+        return None
+    return " ".join(block.text for block in answer.content if isinstance(block, TextContent))
 
 
 def error_line(tool: str, exc: ToolError) -> str:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runbook.mcp_server.safety import ServerOptions
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +43,7 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _options(args: argparse.Namespace) -> object:
+def _options(args: argparse.Namespace) -> ServerOptions:
     from pathlib import Path
 
     from runbook.mcp_server.safety import ServerOptions
