@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.inmemory import ROOT
-
+ROOT = Path(__file__).resolve().parents[2]  # not from tests.mcp.inmemory: that needs the SDK
 INSTALL = "pip install 'runbook[mcp]'"
 UP_WITHIN_S = 30.0
 LOOPBACK_HEX = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
