@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 
 # System packages (sshd for the test cluster), then a virtual environment with the package
 # (editable), the test tools, and the optional extras the tests drive for real: Ray, torch
-# (pinned: the CPU build), py-spy and pyarrow. The engine itself needs none of them.
+# (pinned: the CPU build), py-spy, pyarrow and the MCP SDK. The engine itself needs none of them.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml scripts/system-packages.sh
@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml scripts/system-packages.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,ray,torch,stack,data,site,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,ray,torch,stack,data,site,bench,mcp]'
 	touch $@
 
 # Start real faulty training jobs from scenarios/, diagnose each with `runbook run`, clean up.

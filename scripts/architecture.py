@@ -35,7 +35,7 @@ LAYERS: list[set[str]] = [
     {"library"},                              # every runbook and article, found and searchable
     {"run", "triage", "i18n"},                # walking nodes; reading logs; two languages
     {"testing", "collect", "report", "site", "versions"},
-    {"alerts"},                               # the Alertmanager receiver (cli/alerts/ hands it `run`)
+    {"alerts", "mcp_server"},                 # the Alertmanager receiver; an assistant's tools (MCP)
     {"cli"},                                  # one package per subcommand
     {"__main__"},                             # `python -m runbook`
 ]

@@ -77,8 +77,8 @@ def test_every_ray_node_concludes(cluster: RayCluster, job: Scenario) -> None:
 
 
 def test_a_node_killed_between_two_checks_is_unreachable(cluster: RayCluster, job: Scenario) -> None:
-    from runbook.cli.run.params import parse_sets
     from runbook.library.runbooks import load_library
+    from runbook.run.params import parse_sets
     from runbook.run.walk import Evidence, NodeOutcome, Walk, WalkOptions
     from runbook.transports.ray_cluster import RayTransport, discover_nodes
 

@@ -201,3 +201,17 @@ def test_a_command_missing_a_value_never_runs() -> None:
     outcomes[0].fix_commands = ["kill '<unset>'", None, None]
     planned = plan(outcomes, FixPolicy(apply=True), "en")
     assert planned[0].result["status"] == "held-back" and "missing" in planned[0].result["reason"]
+
+
+def test_a_policy_limited_to_read_only_runs_nothing_else() -> None:
+    outcomes, library = _outcomes(["n1"])
+    outcomes[0].fix_commands = ["true", "true", "true"]
+    policy = FixPolicy(apply=True, yes=True, interactive=True, effects=("read-only",),
+                       not_allowed="an assistant applies read-only fixes only")
+    planned = plan(outcomes, policy, "en")
+    transport = FlakyTransport(set())
+    execute(planned, transport, library, policy)
+    assert transport.ran == ["n1"]  # the read-only fix alone reached the node
+    assert [(p.effect, p.result["status"]) for p in planned] == [
+        ("read-only", "ok"), ("changes-state", "held-back"), ("disruptive", "held-back")]
+    assert planned[1].result["reason"] == "changes-state: an assistant applies read-only fixes only"

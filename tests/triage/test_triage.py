@@ -265,6 +265,21 @@ def test_stdin_plain_and_gzip(runbook_cli) -> None:  # type: ignore[no-untyped-d
         assert report["matches"][0]["runbook"] == "training-hang"
 
 
+
+def test_pasted_text_triages_as_the_file_does(library) -> None:  # type: ignore[no-untyped-def]
+    from runbook.library.kb import load_kb
+    from runbook.triage.result import triage_sources, triage_text
+    from runbook.triage.sources import expand_inputs
+
+    path = LOGS / "05-nccl-watchdog-pg-guid.log"
+    kb = load_kb()
+    pasted = triage_text(library, kb, path.read_text("utf-8")).to_json()
+    read = triage_sources(library, kb, expand_inputs([str(path)])).to_json()
+    assert pasted["source"] == "<pasted>" and pasted["lines"] == read["lines"] > 0
+    assert [(m["runbook"], m["conclusion"]["id"]) for m in pasted["matches"]] == [
+        (m["runbook"], m["conclusion"]["id"]) for m in read["matches"]]
+    assert pasted["verdict"] == read["verdict"] != "no-error"
+
 # ---- streaming a large log in bounded memory --------------------------------------------------
 
 

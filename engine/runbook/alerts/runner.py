@@ -25,7 +25,8 @@ from runbook.alerts.notify import Notifier
 from runbook.alerts.queue import AlertQueue, Job
 from runbook.alerts.routing import RunRequest
 from runbook.alerts.silence import Silencer
-from runbook.run.fixes import FixPolicy, append_audit
+from runbook.run.audit import append_audit
+from runbook.run.fixes import FixPolicy
 from runbook.run.redact import Redactor
 
 ALERT_EFFECTS = ("read-only",)  # the most a run started by an alert may ever apply

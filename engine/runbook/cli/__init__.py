@@ -6,11 +6,11 @@ This folder is a list of commands. Each is a package named for its command (`lis
     run/__init__.py    a docstring and nothing more: `args.py` is imported through it
     run/args.py        add_arguments(parser), importing argparse and common_args.py only
     run/command.py     run(args) -> int, importing what it needs inside `run`
-    run/params.py      the helpers that only this command uses
+    run/slurm_ended.py the helpers that only this command uses
 
 The modules beside the rooms are shared by several commands: `common_args.py` (arguments),
-`interrupts.py` and `crash.py` (Ctrl-C and the crash log, for `main`), `library_warnings.py`,
-`resolve.py` (ID@VERSION) and `targets.py` (nodes and transports). One package per command,
+`interrupts.py` and `crash.py` (Ctrl-C and the crash log, for `main`), `library_warnings.py`
+and `resolve.py` (ID@VERSION). One package per command,
 rather than an `args/` folder holding every parser, keeps a command's parts in one place;
 adding a command is one room and one line in `COMMANDS`.
 
@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "site": ("runbook.cli.site", "build or preview the bilingual static site (site build | site serve)"),
     "collect": ("runbook.cli.collect", "gather a redacted diagnosis bundle (.tar.gz) from every node"),
     "alerts": ("runbook.cli.alerts", "alerts serve: diagnose each alert Alertmanager sends, read-only"),
+    "mcp": ("runbook.cli.mcp", "serve the runbooks as tools to an on-call assistant (MCP; read-only "
+            "by default)"),
 }
 
 

@@ -1,7 +1,7 @@
 """The sections of a diagnosis bundle (seed 004's "生成诊断包"), each gathered by existing checks.
 
 A node's sections run one after another through its transport (the SSH transport keeps one
-probe per node and serves one request at a time); nodes run in parallel (see cli/collect/command.py).
+probe per node and serves one request at a time); nodes run in parallel (see collect/bundle.py).
 `process` runs first: it finds the training process whose pid, interpreter and command-line
 config files the later sections use. Every section ends as a `SectionOutcome`: the file's body,
 or why there is none. A timeout, a refusal, a missing tool are outcomes, never exceptions; only

@@ -98,6 +98,13 @@ class Library:
         return compute()
 
 
+def runbook_rows(library: Library, lang: str) -> list[dict[str, Any]]:
+    """Every runbook's id, version, title, tags and file, by id: `runbook list --format json`,
+    and the MCP server's list_runbooks."""
+    return [{"id": r.id, "version": r.version, "title": r.title.get(lang), "tags": r.tags, "path": r.path}
+            for r in sorted(library.runbooks(), key=lambda r: r.id)]
+
+
 def load_library(paths: Iterable[Path] | None = None, store: Store | None = None) -> Library:
     """Every runbook on the search path (or under `paths`), each checked, with every problem,
     cross-references between runbooks included. Files come from the load cache when it has them."""

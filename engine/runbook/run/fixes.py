@@ -6,32 +6,30 @@ through the same transport as the checks, as the `command` check. What may run:
     dry run (default)    nothing; the report shows each command as it would run on each node
     --apply              read-only and changes-state fixes, after one confirmation on a terminal
     --apply --yes        also disruptive ones, without asking; never without a terminal
-    FixPolicy.effects    narrows that further: a run started by an alert may run `read-only`
-                         fixes at most, whatever else it is told
+    FixPolicy.effects    narrows that further: `runbook mcp` runs nothing, or with
+                         --allow-read-only-fixes read-only ones; a run started by an alert
+                         read-only ones at most, whatever else it is told
 
 The first node runs alone (a canary); after a failed fix, no fix starts on another node
 unless `keep_going`. Every executed fix is appended to the audit log (JSON lines), with secrets
 in its command hidden by the policy's redactor (the run's `Redactor.for_params` hides the values
 of secret-named parameters too), and the policy's `context` (the alert that started the run).
-`append_audit` writes one entry; the alert receiver records each of its runs with it.
+`run.audit.append_audit` writes each entry; the alert receiver records each of its runs with it.
 """
 
 from __future__ import annotations
 
-import getpass
-import json
-import os
-import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from runbook.format import expr
+from runbook.format.model import EFFECTS
 from runbook.library.runbooks import Library
+from runbook.run.audit import append_audit
 from runbook.run.redact import Redactor
 from runbook.run.walk import NodeOutcome
 from runbook.transports import Transport
@@ -49,11 +47,14 @@ class FixPolicy:
     keep_going: bool = False
     audit_log: Path | None = None
     redactor: Redactor = field(default_factory=Redactor)  # what the audit log hides
-    effects: tuple[str, ...] | None = None  # the only effects that may run; None: as above
+    # The effects this caller may apply at all, and why the others wait: runbook mcp and the
+    # alert receiver allow read-only ones at most (nothing they start changes state).
+    effects: tuple[str, ...] = EFFECTS
+    not_allowed: str = ""
     context: dict[str, Any] = field(default_factory=dict)  # added to every audit entry
 
     def allows(self, effect: str) -> bool:
-        if not self.apply or (self.effects is not None and effect not in self.effects):
+        if not self.apply or effect not in self.effects:
             return False
         if effect == "disruptive":
             return self.yes and self.interactive
@@ -98,8 +99,8 @@ def plan(outcomes: list[NodeOutcome], policy: FixPolicy, lang: str) -> list[Plan
 
 
 def _held_back_reason(effect: str, policy: FixPolicy) -> str:
-    if policy.effects is not None and effect not in policy.effects:
-        return f"{effect}: not allowed here (only {', '.join(policy.effects)})"
+    if effect not in policy.effects:
+        return f"{effect}: {policy.not_allowed or 'not allowed here'}"
     if effect == "disruptive" and not policy.interactive:
         return "disruptive: never run without a terminal"
     return "disruptive: needs --yes"
@@ -110,6 +111,13 @@ def check_blast_radius(planned: list[PlannedFix], policy: FixPolicy) -> None:
     if policy.max_nodes is not None and len(nodes) > policy.max_nodes:
         raise FixRefused(f"fixes would touch {len(nodes)} nodes, more than --max-nodes "
                          f"{policy.max_nodes}; nothing was run (raise the cap or narrow --nodes)")
+
+
+def mark_pending(planned: list[PlannedFix], status: str, reason: str) -> None:
+    """Every fix still pending ends as `status` (refused, skipped) with `reason`: nothing ran it."""
+    for item in planned:
+        if item.result["status"] == "pending":
+            item.result = {"status": status, "reason": reason}
 
 
 def confirmation_text(planned: list[PlannedFix]) -> str:
@@ -209,11 +217,6 @@ def _verify(item: PlannedFix, transport: Transport, library: Library) -> dict[st
     return {"passed": passed, "check": verify["check"], "result": answer.result}
 
 
-def default_audit_log() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "runbook" / "audit.jsonl"
-
-
 def _audit(item: PlannedFix, policy: FixPolicy) -> None:
     runbook = item.outcome.conclusion_runbook
     append_audit(policy.audit_log, {
@@ -225,24 +228,6 @@ def _audit(item: PlannedFix, policy: FixPolicy) -> None:
         "status": item.result.get("status"), "exit_code": item.result.get("exit_code"),
         "verify_passed": (item.result.get("verify") or {}).get("passed"),
     }, policy.redactor)
-
-
-def append_audit(path: Path | None, fields: dict[str, Any], redactor: Redactor) -> None:
-    """One JSON line in the audit log: when, who, from where, then `fields` (secrets hidden)."""
-    if path is None:
-        return
-    entry = {"time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "user": _user(), "from_host": socket.gethostname(), **fields}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:  # one line per entry, appended atomically enough
-        fh.write(json.dumps(redactor.data(entry), ensure_ascii=False) + "\n")
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (containers): the uid is still who it was
-        return str(os.getuid())
 
 
 def node_results(planned: list[PlannedFix]) -> dict[tuple[str, int], dict[str, Any]]:

@@ -10,7 +10,7 @@ where accounting runs) and its log files are triaged instead.
 
 `--slurm-nodes gpu[01-64]` diagnoses idle nodes the same way: allocate() holds them for the run
 in one job (`salloc --no-shell --job-name runbook-health`, a bounded wait), the checks run in it
-like in any job, and Allocation.release() scancels it at the end (cli/targets.py sees to that,
+like in any job, and Allocation.release() scancels it at the end (run/targets.py sees to that,
 on Ctrl-C and errors too). A node that is drained, down or busy is named in one line.
 """
 

@@ -12,14 +12,18 @@ The verdict is one of:
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from runbook.library.kb import KnowledgeBase
 from runbook.library.runbooks import Library
 from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
-from runbook.triage.logstream import LogShape, open_log
+from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
@@ -70,19 +74,37 @@ class TriageResult:
                 "notes": self.notes, "matches": [m.to_json(lang) for m in self.matches]}
 
 
+# How a source's lines are read: given its shape to fill, a context manager giving the lines.
+Reader = Callable[[LogShape], AbstractContextManager[Iterator[str]]]
+
+
 def triage_sources(library: Library, kb: KnowledgeBase | None, sources: list[Source],
                    on_warning: Any = None) -> TriageResult:
     """Read every source (raises LogSourceError for one that cannot be read) and rank."""
+    return _triage(library, kb, [(s, partial(open_log, "-" if s.path == "<stdin>" else s.path))
+                                 for s in sources], on_warning)
+
+
+def triage_text(library: Library, kb: KnowledgeBase | None, text: str, name: str = "<pasted>",
+                on_warning: Any = None) -> TriageResult:
+    """A log pasted as text (the MCP server's triage_log), read like a file's bytes."""
+    raw = io.BytesIO(text.encode("utf-8"))
+    return _triage(library, kb, [(Source(name), lambda shape: nullcontext(read_lines(raw, shape)))],
+                   on_warning)
+
+
+def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Source, Reader]],
+            on_warning: Any) -> TriageResult:
     scanner = Triage(library, on_warning)
     notes: list[str] = []
-    for source in sources:
+    for source, read in readers:
         shape = LogShape()
         scanner.start(source)
-        with open_log("-" if source.path == "<stdin>" else source.path, shape) as lines:
+        with read(shape) as lines:
             scanner.feed(lines)
-        prefix = f"{source.path}: " if len(sources) > 1 else ""
+        prefix = f"{source.path}: " if len(readers) > 1 else ""
         notes.extend(prefix + note for note in shape.notes())
-    return rank_all(library, kb, scanner, sources, notes)
+    return rank_all(library, kb, scanner, [source for source, _ in readers], notes)
 
 
 def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, sources: list[Source],

@@ -53,7 +53,7 @@ def _diagnose(args: argparse.Namespace, request: Any, policy: Any) -> dict[str, 
 
 def _settings(args: argparse.Namespace) -> Any:
     from runbook.alerts.receiver import Settings
-    from runbook.run.fixes import default_audit_log
+    from runbook.run.audit import default_audit_log
 
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Settings(state_dir=Path(args.state_dir or Path(state) / "runbook" / "alerts"),

@@ -31,8 +31,8 @@ def diagnose_alert(serve: argparse.Namespace, request: Any, policy: Any) -> dict
     """The report of the alert's run; raises DiagnosisFailed with a one-line reason."""
     from runbook.alerts.runner import DiagnosisFailed
     from runbook.cli.run.command import UsageError, diagnose
-    from runbook.cli.targets import JobNotRunning
     from runbook.report.silent import SilentReporter
+    from runbook.run.targets import JobNotRunning
 
     try:
         args = run_args(serve, request)

@@ -10,17 +10,15 @@ from runbook.i18n.textwidth import pad
 
 def run(args: argparse.Namespace) -> int:
     from runbook.cli.library_warnings import warn_unloaded
-    from runbook.library.runbooks import load_library
+    from runbook.library.runbooks import load_library, runbook_rows
 
     library = load_library()
     warn_unloaded(library)
-    rows = sorted(library.runbooks(), key=lambda r: r.id)
+    rows = runbook_rows(library, args.lang)
     if args.format == "json":
-        print(json.dumps([{"id": r.id, "version": r.version, "title": r.title.get(args.lang),
-                           "tags": r.tags, "path": r.path} for r in rows],
-                         ensure_ascii=False, indent=2))
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
         return 0
-    width = max((len(r.id) for r in rows), default=10) + 2
+    width = max((len(r["id"]) for r in rows), default=10) + 2
     for r in rows:
-        print(f"{pad(r.id, width)}{pad(r.version, 9)}{r.title.get(args.lang)}")
+        print(f"{pad(r['id'], width)}{pad(r['version'], 9)}{r['title']}")
     return 0

@@ -51,9 +51,9 @@ class Diagnosis:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.cli.targets import JobNotRunning
     from runbook.report import get_reporter
     from runbook.report.text import is_tty
+    from runbook.run.targets import JobNotRunning
 
     progress = sys.stderr if is_tty(sys.stderr) else None
     reporter = get_reporter(args.format, lang=args.lang, progress=progress,
@@ -93,24 +93,14 @@ def diagnose(args: argparse.Namespace, reporter: Any, policy: Any = None) -> Dia
     return Diagnosis(report, walked.refused, walked.interrupted)
 
 
-def _default_log_from_job(args: argparse.Namespace, runbook: Any, params: dict[str, Any]) -> None:
-    """With --slurm-job, the job's StdOut is the `log` unless --set gave one."""
-    from runbook.cli.targets import job_log
-
-    log = job_log(args)
-    given = {s.split("=", 1)[0] for s in args.sets or []}
-    if log and "log" in runbook.params and "log" not in given:
-        params["log"] = log
-
-
 def _plan(args: argparse.Namespace) -> Plan:
     """The runbook, its parameters and the nodes. Raises UsageError (an empty one when the
     runbook's lookup already said why)."""
     from runbook.cli.resolve import find_runbook
-    from runbook.cli.run.params import ParamError, parse_sets
-    from runbook.cli.targets import nodes_from_args
     from runbook.library.lazy import open_library
     from runbook.run.nodes import NodeSpecError
+    from runbook.run.params import ParamError, parse_sets
+    from runbook.run.targets import JobNotRunning, default_log, nodes_from_args
 
     library = open_library()  # loads only the runbooks the walk reaches
     runbook = find_runbook(args.id, library)
@@ -118,8 +108,6 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise UsageError("")
     if args.yes and not args.apply:
         raise UsageError("--yes only makes sense with --apply")
-    from runbook.cli.targets import JobNotRunning
-
     try:
         params = parse_sets(runbook, args.sets)
         nodes = nodes_from_args(args)
@@ -127,7 +115,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise
     except (ParamError, NodeSpecError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    _default_log_from_job(args, runbook, params)
+    default_log(args, params, runbook.params)
     record_dir = Path(args.record) if args.record else None
     if record_dir is not None:
         from runbook.run.recording import RecordingError, prepare_dir
@@ -142,7 +130,7 @@ def _plan(args: argparse.Namespace) -> Plan:
 def _walk(args: argparse.Namespace, plan: Plan, reporter: Any, started: datetime,
           policy: Any = None) -> Walked:
     """Walk every node (once, or until something changes with --watch), record, act on fixes."""
-    from runbook.cli.targets import transports_from_args
+    from runbook.run.targets import transports_from_args
     from runbook.run.walk import Walk, WalkOptions
 
     transport = transports_from_args(args)
@@ -215,12 +203,13 @@ def _write_recording(directory: Path, runbook: Any, outcomes: Any, answers: dict
 def fix_policy(args: argparse.Namespace, params: dict[str, Any] | None) -> Any:
     """What `runbook run`'s arguments allow the fixes to do (--apply, --yes, --max-nodes...)."""
     from runbook.run import fixes
+    from runbook.run.audit import default_audit_log
     from runbook.run.redact import Redactor
 
     return fixes.FixPolicy(apply=args.apply, yes=args.yes,
                            interactive=sys.stdin.isatty() and sys.stderr.isatty(),
                            max_nodes=args.max_nodes, keep_going=args.keep_going,
-                           audit_log=Path(args.audit_log) if args.audit_log else fixes.default_audit_log(),
+                           audit_log=Path(args.audit_log) if args.audit_log else default_audit_log(),
                            redactor=Redactor.for_params(params or {}))
 
 
@@ -243,7 +232,7 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
         fixes.check_blast_radius(planned, policy)
     except fixes.FixRefused as exc:
         print(f"runbook: {exc}", file=sys.stderr)
-        _mark_pending(planned, "refused", str(exc))
+        fixes.mark_pending(planned, "refused", str(exc))
         return fixes.node_results(planned), True, False
     pending = fixes.confirmation_text(planned)
     if not pending:
@@ -256,21 +245,15 @@ def act_on_fixes(args: argparse.Namespace, walk: Any, library: Any, transport: A
         try:
             answer = sys.stdin.readline()
         except KeyboardInterrupt:
-            _mark_pending(planned, "refused", "not confirmed (interrupted)")
+            fixes.mark_pending(planned, "refused", "not confirmed (interrupted)")
             return fixes.node_results(planned), False, True
         if answer.strip().lower() not in ("y", "yes"):
-            _mark_pending(planned, "refused", "not confirmed")
+            fixes.mark_pending(planned, "refused", "not confirmed")
             return fixes.node_results(planned), False, False
     try:
         fixes.execute(planned, transport, library, policy, forks=args.forks)
     except KeyboardInterrupt:  # the fixes not yet run never will; the report says which ran
-        _mark_pending(planned, "skipped", "interrupted before it finished")
+        fixes.mark_pending(planned, "skipped", "interrupted before it finished")
         return fixes.node_results(planned), False, True
     print(f"runbook: executed fixes are recorded in {policy.audit_log}", file=sys.stderr)
     return fixes.node_results(planned), False, False
-
-
-def _mark_pending(planned: list[Any], status: str, reason: str) -> None:
-    for item in planned:
-        if item.result["status"] == "pending":
-            item.result = {"status": status, "reason": reason}

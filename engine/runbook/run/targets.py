@@ -1,4 +1,5 @@
-"""The nodes a command names and the transports that reach them (shared by run and check)."""
+"""The nodes a command names and the transports that reach them: the node arguments of `run`,
+`check` and `collect` (an argparse namespace), or the same names filled in by the MCP server's tools."""
 
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ def job_log(args: argparse.Namespace) -> str | None:
     """The `--slurm-job`'s StdOut: the default `log` of run and collect."""
     job = slurm_job(args)
     return getattr(job, "stdout", None) if job is not None else None
+
+
+def default_log(args: argparse.Namespace, params: dict[str, Any], accepted: Any = None) -> None:
+    """With --slurm-job, the job's StdOut is the `log` unless one was given (and, with `accepted`,
+    the parameters a runbook has, only when it has a `log`)."""
+    log = job_log(args)
+    if log and "log" not in params and (accepted is None or "log" in accepted):
+        params["log"] = log
 
 
 def nodes_from_args(args: argparse.Namespace) -> list[Node]:

@@ -1,4 +1,5 @@
-"""`--set name=value` -> typed runbook parameters, with one-line errors."""
+"""`--set name=value` -> typed runbook parameters, with one-line errors (`runbook run`, and the
+`set` of the MCP server's run_runbook tool)."""
 
 from __future__ import annotations
 
