@@ -129,16 +129,7 @@ step "NCCL flight recorder, one rank"
 timed fr-dump timeout 120 "$GPU_PYTHON" scripts/gpu/fr_dump.py "$W/fr"
 
 step "summary"
-for f in "$W"/runs/*.json; do
-  $PY - "$f" <<'EOF'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for node in doc.get("nodes", []):
-    c = node.get("conclusion") or {}
-    print(f"   {sys.argv[1].rsplit('/', 1)[1]}: {node['status']} {c.get('id')} {c.get('severity')} "
-          f"{c.get('taxonomy')} exit {doc['summary']['exit_code']}")
-EOF
-done
+$PY scripts/gpu/report_summary.py "$W"/runs/*.json
 cat "$W/timings.txt"
 tar -czf "$OUT/gpu-check.tar.gz" -C "$(dirname "$W")" gpu-check
 ls -la "$OUT"

@@ -51,15 +51,7 @@ diagnose() {
   "${RB[@]}" run "$runbook" --set log="$logf" "$@" --record "$W/rec/$name" --format json > "$W/runs/$name.json"
   echo "   [$name] runbook run $runbook: exit $?"
   "${RB[@]}" run "$runbook" --set log="$logf" "$@" > "$W/runs/$name.txt" 2>&1
-  $PY - "$W/runs/$name.json" <<'EOF'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for node in doc.get("nodes", []):
-    c = node.get("conclusion") or {}
-    print(f"   -> {node['node']}: {node['status']} {c.get('id')} ({c.get('severity')}) "
-          f"path {' > '.join(node.get('path') or [])}")
-    print(f"      {c.get('title')}: {c.get('finding') or ''}")
-EOF
+  $PY scripts/gpu/report_summary.py "$W/runs/$name.json"
 }
 
 step "case 1: a rank behind a GPU kernel that never finishes"
