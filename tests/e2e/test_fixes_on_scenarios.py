@@ -138,6 +138,9 @@ def ray_job(tmp_path_factory: pytest.TempPathFactory):
 
 
 def ray_hang(job: Scenario, *args: str) -> tuple[int, dict, str]:
+    # Ray still prints a line now and then (its warnings about actors that take long): the
+    # diagnosis is of a log quiet for longer than stall_after, as a person would wait for.
+    assert wait_quiet(job.log, quiet_s=4.0, timeout=90)
     # The job's own cluster, even if another one runs on this machine.
     address = (job.workdir / "ray_address").read_text().strip()
     return runbook(job, "ray-hang", "--set", f"log={job.log}", "--set", f"ray_address={address}",

@@ -22,6 +22,7 @@ TITLE = "Checkpoint does not load, or the resume loses state"
 START_S = 300.0  # the first build (the repository's own content too) on a busy CI machine
 
 try:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - the dev extra installs it
@@ -67,6 +68,12 @@ def _h1(driver) -> str:
     return driver.find_element(By.TAG_NAME, "h1").text
 
 
+def _wait(driver):  # type: ignore[no-untyped-def]
+    """A wait that reads through the page reloading under it (an element gone stale midway)."""
+    return WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException,
+                                                             StaleElementReferenceException))
+
+
 def test_a_saved_runbook_reloads_the_open_page(served) -> None:
     base, file, out = served
     driver = chromium("en-US")
@@ -76,19 +83,19 @@ def test_a_saved_runbook_reloads_the_open_page(served) -> None:
         driver.execute_script("window.__notReloaded = true")  # gone once the page reloads itself
 
         file.write_text(file.read_text("utf-8").replace(TITLE, "Checkpoint title edited on save"), "utf-8")
-        WebDriverWait(driver, WAIT_S).until(lambda d: _h1(d) == "Checkpoint title edited on save")
+        _wait(driver).until(lambda d: _h1(d) == "Checkpoint title edited on save")
         assert driver.execute_script("return window.__notReloaded") is None
         assert driver.current_url == f"{base}en/runbooks/serve-reload-demo/"
 
         good = file.read_text("utf-8")
         file.write_text(good.replace("title:", "title: [", 1), "utf-8")  # not YAML any more
-        WebDriverWait(driver, WAIT_S).until(
+        _wait(driver).until(
             lambda d: d.find_elements(By.ID, "runbook-serve-error"))
         assert "serve-reload-demo.yaml" in driver.find_element(By.ID, "runbook-serve-error").text
         assert _h1(driver) == "Checkpoint title edited on save"  # the last good page stays
 
         file.write_text(good.replace("Checkpoint title edited on save", "Fixed again"), "utf-8")
-        WebDriverWait(driver, WAIT_S).until(lambda d: _h1(d) == "Fixed again")
+        _wait(driver).until(lambda d: _h1(d) == "Fixed again")
         assert driver.find_elements(By.ID, "runbook-serve-error") == []
     finally:
         driver.quit()
