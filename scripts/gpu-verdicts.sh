@@ -11,6 +11,8 @@
 #                         holding most of it (cuda-oom, training-hang, triage)
 #   gpu_nccl_duplicate_gpu two NCCL ranks of one torchrun job on one GPU (nccl-errors,
 #                         training-hang, triage)
+#   gpu_nccl_lone_rank    rank 0 of a two-rank NCCL job alone in the rendezvous (training-hang)
+# CASES="1 4" runs only those cases (default: all).
 # Everything lands in $OUT/gpu-verdicts.tar.gz (logs, recordings, JSON and text reports); the
 # running log is $OUT/gpu-verdicts.log. A step that fails is logged and the next one runs.
 set -uo pipefail
@@ -54,6 +56,10 @@ diagnose() {
   $PY scripts/gpu/report_summary.py "$W/runs/$name.json"
 }
 
+CASES=${CASES:-1 2 3 4}
+wanted() { [[ " $CASES " == *" $1 "* ]]; }
+
+case1() {
 step "case 1: a rank behind a GPU kernel that never finishes"
 mkdir -p "$W/spin"
 setsid torchrun --standalone --nproc-per-node 1 "$JOBS" spin > "$W/spin/train.log" 2>&1 &
@@ -67,7 +73,9 @@ done > "$W/spin/py-spy.txt" 2>&1
 diagnose gpu_kernel_spin training-hang "$W/spin/train.log" --set stall_after=15
 # torchrun starts its ranks in sessions of their own: the group's kill leaves them running
 kill -9 -- -$SPIN 2>/dev/null; pkill -9 -f "verdict_jobs.py spin"; sleep 2
+}
 
+case2() {
 step "case 2: an OOM caused by a stale process holding the GPU"
 mkdir -p "$W/oom"
 setsid "$GPU_PYTHON" "$JOBS" hold --gib 60 > "$W/oom/notebook.log" 2>&1 &
@@ -82,7 +90,9 @@ diagnose gpu_oom_other_process-training-hang training-hang "$W/oom/train.log"
 kill -9 -- -$HOLD 2>/dev/null; sleep 2
 RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 timeout 120 "$GPU_PYTHON" "$JOBS" train --gib 24 > "$W/oom/alone.log" 2>&1
 echo "   the same job on the empty GPU: exit $?"; tail -2 "$W/oom/alone.log"
+}
 
+case3() {
 step "case 3: two NCCL ranks on one GPU"
 mkdir -p "$W/dup"
 NCCL_DEBUG=WARN timeout 90 torchrun --standalone --nproc-per-node 2 "$JOBS" same-gpu > "$W/dup/train.log" 2>&1
@@ -90,6 +100,22 @@ echo "   job exit $?"; grep -n -m5 -E "WARN|Error" "$W/dup/train.log"
 diagnose gpu_nccl_duplicate_gpu nccl-errors "$W/dup/train.log"
 diagnose gpu_nccl_duplicate_gpu-training-hang training-hang "$W/dup/train.log"
 "${RB[@]}" triage "$W/dup/train.log" > "$W/runs/triage-dup.txt" 2>&1; head -30 "$W/runs/triage-dup.txt"
+}
+
+case4() {
+step "case 4: a rank alone in the NCCL rendezvous"
+mkdir -p "$W/lone"
+RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 setsid "$GPU_PYTHON" "$JOBS" lone-rank \
+  > "$W/lone/train.log" 2>&1 &
+LONE=$!
+wait_for "$W/lone/train.log" "joining the process group" 60 && sleep 20
+tail -3 "$W/lone/train.log"
+timeout 60 py-spy dump --pid "$LONE" > "$W/lone/py-spy.txt" 2>&1
+diagnose gpu_nccl_lone_rank training-hang "$W/lone/train.log" --set stall_after=15
+kill -9 -- -$LONE 2>/dev/null; sleep 1
+}
+
+for c in 1 2 3 4; do wanted $c && "case$c"; done
 
 step "pack"
 tar -czf "$OUT/gpu-verdicts.tar.gz" -C "$(dirname "$W")" "$(basename "$W")"

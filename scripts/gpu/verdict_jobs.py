@@ -5,6 +5,7 @@
     python3 scripts/gpu/verdict_jobs.py hold --gib 60   # a stale process holding the GPU
     python3 scripts/gpu/verdict_jobs.py train --gib 24  # fits an empty GPU; OOMs beside `hold`
     torchrun --nproc-per-node 2 scripts/gpu/verdict_jobs.py same-gpu   # two NCCL ranks, one GPU
+    RANK=0 WORLD_SIZE=2 MASTER_ADDR=... python3 scripts/gpu/verdict_jobs.py lone-rank  # no peer
 
 Each writes a training-style log to stdout (`step N | loss X`) as a rank launched by torchrun
 would, so runbook reads it as it reads a real job's log.
@@ -84,6 +85,19 @@ def same_gpu(args: argparse.Namespace) -> int:
     return 0
 
 
+def lone_rank(args: argparse.Namespace) -> int:
+    """Rank 0 of a two-rank NCCL job whose rank 1 was never started: it waits in the rendezvous."""
+    import torch.distributed as dist
+
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    torch.cuda.set_device(device)
+    log(f"joining the process group: WORLD_SIZE={os.environ.get('WORLD_SIZE')} "
+        f"MASTER={os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
+    dist.init_process_group("nccl", device_id=device)  # waits for rank 1
+    log("init_process_group done")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="job", required=True)
@@ -93,8 +107,10 @@ def main() -> int:
     job.add_argument("--gib", type=float, default=24.0)
     job.add_argument("--steps", type=int, default=4)
     sub.add_parser("same-gpu")
+    sub.add_parser("lone-rank")
     args = parser.parse_args()
-    return {"spin": spin, "hold": hold, "train": train, "same-gpu": same_gpu}[args.job](args)
+    jobs = {"spin": spin, "hold": hold, "train": train, "same-gpu": same_gpu, "lone-rank": lone_rank}
+    return jobs[args.job](args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The facts of the logs that real CUDA jobs wrote on an H100 (torch 2.11, NCCL 2.28.9).
+"""The facts of the logs that real CUDA jobs wrote on an H100 and an H200 (torch 2.11, NCCL 2.28.9).
 
 scripts/gpu-verdicts.sh ran the jobs (scripts/gpu/verdict_jobs.py); their logs are kept verbatim,
 machine paths and GPU UUIDs replaced, in tests/data/gpu-verdicts/, beside the recordings of the
@@ -42,3 +42,12 @@ def test_the_crashed_logs_end_in_their_crash_and_the_hung_one_does_not() -> None
     assert ended_in_crash(lines("spin")) is None
     assert extract(lines("spin")) == {}  # a kernel that never ends prints nothing: the stack tells
     assert "synchronize (torch/cuda/__init__.py" in (LOGS / "spin" / "py-spy-native.txt").read_text()
+
+
+def test_a_lone_rank_waits_in_the_store_of_its_rendezvous() -> None:
+    """On an H200: rank 0 of a two-rank NCCL job with no rank 1 (scripts/gpu-verdicts.sh, case 4)."""
+    assert lines("lone") == ["[rank0] joining the process group: WORLD_SIZE=2 MASTER=127.0.0.1:29533"]
+    assert ended_in_crash(lines("lone")) is None and extract(lines("lone")) == {}
+    dump = (LOGS / "lone" / "py-spy.txt").read_text()
+    assert "_create_c10d_store (torch/distributed/rendezvous.py" in dump
+    assert "init_process_group (torch/distributed/distributed_c10d.py" in dump
