@@ -10,7 +10,8 @@ the conclusion they would want. It is split by a hash of the source URL into `de
 It prints, per split:
 - top-1 / top-3: the first / any of the first three matches carries an accepted taxonomy id
   (error and stack-dump logs); the same for the accepted conclusions (`runbook:conclusion`);
-- "nothing": error logs answered "no error found";
+- "nothing": error logs answered "no error found"; "said nothing useful": logs answered with
+  neither a match nor advice (what the excerpt lacks, what to collect, what it resembles);
 - no-error logs answered "no error found";
 and then, on a log of --size-mb built from the dev logs among training-progress lines,
 triage's time per MB against `grep -P` with the same patterns in one alternation (grep counts
@@ -93,6 +94,7 @@ def judge(entries: list[Entry]) -> list[dict[str, object]]:
         got = [f"{m.runbook}:{m.conclusion}" for m in top]
         rows.append({"log": str(entry.path.relative_to(CORPUS)), "split": entry.split, "kind": entry.kind,
                      "accepted": entry.taxonomy, "wanted": wanted, "verdict": result.verdict,
+                     "says_something": bool(result.matches or result.advice),
                      "got": [[f"{m.runbook}:{m.conclusion}", m.role, m.taxonomy] for m in top],
                      "top1": bool(ok[:1] and ok[0]), "top3": any(ok),
                      "conclusion1": bool(got[:1] and got[0] in accepted),
@@ -114,6 +116,7 @@ def summarise(rows: list[dict[str, object]], split: str) -> dict[str, object]:
             "conclusion_top1_pct": share(with_conclusion, "conclusion1"),
             "conclusion_top3_pct": share(with_conclusion, "conclusion3"),
             "answered_nothing": sum(r["verdict"] == "no-error" for r in errors),
+            "said_nothing_useful": sum(not r["says_something"] for r in mine),
             "no_error_logs_answered_no_error": sum(r["verdict"] == "no-error" for r in clean)}
 
 

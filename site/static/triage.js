@@ -271,7 +271,29 @@
     var errorLine = this.errorLine(lines);
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
-    return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine };
+    var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
+    return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape };
+  };
+
+  // advice.shape_of: the first shape of the exported rules that holds on the excerpt's tail
+  var ADVICE_VERDICT = { unknown: "similar", "no-error": "no-error" }; // the page's names -> Python's
+  Engine.prototype.shapeOf = function (lines, verdict) {
+    var rules = this.data.advice;
+    var tail = lines.slice(-rules.tail_lines).map(function (l) { return l.text; })
+      .filter(function (t) { return t.trim(); });
+    for (var i = 0; i < rules.shapes.length; i++) {
+      var shape = rules.shapes[i], test = shape.test, re = shape.pattern ? new RegExp(shape.pattern) : null;
+      var holds = test === "always" ? true
+        : test === "none" ? tail.length === 0
+        : test === "verdict" ? ADVICE_VERDICT[verdict] === shape.verdict
+        : tail.length === 0 ? false
+        : test === "last" ? re.test(tail[tail.length - 1])
+        : test === "any" ? tail.some(function (t) { return re.test(t); })
+        : test === "share" ? tail.filter(function (t) { return re.test(t); }).length >= shape.share * tail.length
+        : false;
+      if (holds) return shape;
+    }
+    return null;
   };
 
   Engine.prototype.scan = function (lines) {
@@ -365,7 +387,30 @@
     if (result.verdict === "cause" || result.verdict === "knock-on") this.showMatches(result);
     else if (result.verdict === "unknown") this.showUnknown(result.errorLine);
     else this.say("no-error", this.ui.triage_no_error);
+    if (result.shape) this.showAdvice(result.shape);
     return result;
+  };
+
+  // What the excerpt lacks and what to collect next (advice_rules.py, applied as the CLI does)
+  Page.prototype.showAdvice = function (shape) {
+    var lang = this.lang, collect = this.engine.data.advice.collect;
+    var box = element("div", "triage-advice");
+    box.setAttribute("data-shape", shape.id);
+    box.appendChild(element("p", "triage-lacks", this.ui.triage_lacks + " " + shape.text[lang]));
+    box.appendChild(element("p", "triage-collect-title", this.ui.triage_collect));
+    var list = element("ul", "triage-collect");
+    shape.collect.forEach(function (id) {
+      var entry = collect[id], item = element("li");
+      item.setAttribute("data-collect", id);
+      item.appendChild(element("p", "collect-why", entry.why[lang]));
+      item.appendChild(element("pre", "code collect-command", entry.command));
+      if (entry.instead) {
+        item.appendChild(element("p", "collect-instead", this.ui.triage_or)).appendChild(element("code", null, entry.instead));
+      }
+      list.appendChild(item);
+    }, this);
+    box.appendChild(list);
+    this.status.appendChild(box);
   };
 
   Page.prototype.clip = function (raw) { // a line as shown: data.text_max characters (triage/scan.py)

@@ -344,7 +344,8 @@ def test_json_shape(runbook_cli) -> None:  # type: ignore[no-untyped-def]
     result = runbook_cli("triage", str(log), "--format", "json", "--top", "2")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"schema", "source", "sources", "lines", "notes", "verdict", "summary", "matches"}
+    assert set(report) == {"schema", "source", "sources", "lines", "notes", "verdict", "summary", "matches",
+                           "advice"}
     assert report["notes"] == []  # an ordinary text log: nothing to say about its shape
     assert report["schema"] == "runbook-triage/v1" and report["source"] == str(log)
     assert report["sources"] == [{"file": str(log), "host": None, "rank": None}]
@@ -379,8 +380,10 @@ def test_exit_codes(tmp_path: Path, runbook_cli) -> None:  # type: ignore[no-unt
     quiet.write_text("epoch 1 done\nall good\n")
     nothing = runbook_cli("triage", str(quiet))
     assert nothing.returncode == 1
-    assert nothing.stdout.strip().splitlines() == [
-        f"{quiet} (2 lines)", "no error found: no line reads as an error and no signature matches"]
+    said = nothing.stdout.strip().splitlines()
+    assert said[:2] == [f"{quiet} (2 lines)",
+                        "no error found: no line reads as an error and no signature matches"]
+    assert said[3].startswith("what the excerpt lacks: ") and "collect next:" in said  # never silent
     missing = runbook_cli("triage", str(tmp_path / "nope.log"))
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.strip() == f"runbook triage: {tmp_path / 'nope.log'}: no such file or directory"

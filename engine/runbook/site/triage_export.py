@@ -24,6 +24,7 @@ from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
 from runbook.triage import errorlines, lognorm, sources
+from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
 from runbook.triage.scan import TEXT_MAX
 from runbook.triage.score import is_generic, specificity
@@ -47,6 +48,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     return {
         "schema": SCHEMA, "max_taxonomy": MAX_TAXONOMY, "text_max": TEXT_MAX, "ranking": RANKING,
+        "advice": ADVICE,
         "normalise": {"ansi": _js(lognorm.ANSI), "prefix": _prefix(),
                       "wrap_widths": sorted(lognorm.WRAP_WIDTHS), "max_joined": lognorm.MAX_JOINED,
                       "cri_partial": _js(lognorm.CRI_PARTIAL)},

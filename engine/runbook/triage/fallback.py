@@ -63,6 +63,38 @@ class SimilarityIndex:
         return out
 
 
+    def resembling(self, text: str, top: int,
+                   why_words: int) -> list[tuple[str, str, Text, list[str], list[str]]]:
+        """The conclusions `text` (a few lines, no error among them) resembles most:
+        (runbook, conclusion, title, taxonomy, the words they share, rarest first).
+
+        Only words count: numbers and short or common words are what every progress line
+        shares with every conclusion (`step 48` is not Xid 48)."""
+        query = {t: w for t, w in query_terms(text).items() if _is_word(t)}
+        scores = self.index.scores(query)
+        min_score = RANKING["evidence"]["similar"]["min_score"]
+        ranked = sorted((i for i, s in enumerate(scores)
+                         if s >= min_score and self.items[i][0] == "conclusion"), key=lambda i: -scores[i])
+        out = []
+        for i in ranked[:top]:
+            _, runbook, item_id, title, taxonomy = self.items[i]
+            held = set().union(*self.index.docs[i].values())
+            shared = sorted((t for t in query if t in held), key=lambda t: (-self.index.idf(t), t))
+            out.append((runbook, item_id, title, taxonomy[:MAX_TAXONOMY], shared[:why_words]))
+        return out
+
+
+_COMMON = frozenset({"the", "and", "for", "with", "was", "are", "not", "but", "from", "this", "that",
+                     "into", "its", "has", "have", "had", "you", "all", "per", "out", "one", "two",
+                     "use", "used"})
+
+
+def _is_word(term: str) -> bool:
+    if any("\u3400" <= ch <= "\u9fff" for ch in term):
+        return True
+    return len(term) >= 3 and any(ch.isalpha() for ch in term) and term not in _COMMON
+
+
 def _conclusion_fields(runbook: Runbook, conclusion_id: str) -> list[tuple[str, str]]:
     conclusion = runbook.conclusions[conclusion_id]
     fields = [("title", conclusion.title.get(lang)) for lang in LANGS]

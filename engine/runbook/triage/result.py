@@ -8,6 +8,9 @@ The verdict is one of:
   log or on another rank, and `training-hang` / `ddp-errors` find it on the nodes;
 - `similar`: the logs hold errors no signature knows; the matches are what they resemble;
 - `no-error`: no signature matched and no line reads as an error.
+
+A `similar` or `no-error` triage also carries advice (advice.py): what the excerpt lacks, what
+to collect next, and, with no error line, the conclusions the excerpt resembles.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from runbook.library.kb import KnowledgeBase
 from runbook.library.runbooks import Library
+from runbook.triage.advice import Advice, advise
 from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
@@ -42,6 +46,7 @@ class TriageResult:
     matches: list[Match]
     verdict: str
     notes: list[str] = field(default_factory=list)
+    advice: Advice | None = None  # when the verdict names no cause
 
     def summary(self, lang: str = "en") -> str:
         """One or two sentences for a person: what failed, where, and what followed."""
@@ -71,7 +76,8 @@ class TriageResult:
         return {"schema": SCHEMA, "source": self.sources[0].path if len(self.sources) == 1 else None,
                 "sources": [{"file": s.path, "host": s.host, "rank": s.rank} for s in self.sources],
                 "lines": self.lines, "verdict": self.verdict, "summary": self.summary(lang),
-                "notes": self.notes, "matches": [m.to_json(lang) for m in self.matches]}
+                "notes": self.notes, "matches": [m.to_json(lang) for m in self.matches],
+                "advice": self.advice.to_json(lang) if self.advice else None}
 
 
 # How a source's lines are read: given its shape to fill, a context manager giving the lines.
@@ -112,9 +118,15 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
     line = scanner.errors.query_line()
+    index: SimilarityIndex | None = None
     if not specific and line is not None:
-        matches = [*matches, *SimilarityIndex(library, _articles(kb)).similar(line)]
-    return TriageResult(sources, scanner.total_lines, matches, _verdict(matches, line), notes)
+        index = SimilarityIndex(library, _articles(kb))
+        matches = [*matches, *index.similar(line)]
+    verdict = _verdict(matches, line)
+    if verdict == "no-error":
+        index = index or SimilarityIndex(library, _articles(kb))
+    advice = advise(scanner.tail, verdict, index.resembling if index else None)
+    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice)
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

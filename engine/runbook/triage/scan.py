@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import bisect
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from runbook.format.model import Signature
 from runbook.format.patterns import LinearRegex, PatternError, compile_linear
 from runbook.library.runbooks import Library
+from runbook.triage.advice_rules import ADVICE
 from runbook.triage.errorlines import ErrorLines, may_hold_error
 from runbook.triage.hits import STDIN, LineHit, SignatureHit
 from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
@@ -146,6 +148,7 @@ class Triage:
         self._hits: dict[tuple[int, Source], SignatureHit] = {}
         self.counts: dict[PatternKey, int] = {}
         self.errors = ErrorLines()
+        self.tail: deque[str] = deque(maxlen=ADVICE["tail_lines"])  # what advice.py reads
         self._source = STDIN
         self._compile()
 
@@ -207,6 +210,7 @@ class Triage:
 
     def _scan(self, numbers: list[int], texts: list[str]) -> None:
         block = _Block.of(texts)
+        self.tail.extend(block.lines[-ADVICE["tail_lines"]:])
         self._see_errors(numbers, texts, block)
         for pattern in self._patterns.values():
             if not may_match(pattern.needs, block.lowered):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runbook.format.model import Runbook
+    from runbook.triage.advice import Advice
     from runbook.triage.result import TriageResult
     from runbook.triage.verdict import Match
 
@@ -54,8 +55,31 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
         runbook = library.get(match.runbook) if match.runbook else None  # type: ignore[attr-defined]
         print()
         _print_match(rank, match, lang, runbook, many_files=len(result.sources) > 1)
+    if result.advice is not None:
+        print_advice(result.advice, lang)
     for note in result.notes:
         print(f"{'注' if zh else 'note'}: {note}")
+
+
+def print_advice(advice: Advice, lang: str) -> None:
+    """What the excerpt lacks, what to collect next, and what it resembles."""
+    zh = lang == "zh"
+    colon = "：" if zh else ": "
+    print()
+    print(f"{'内容缺少什么' if zh else 'what the excerpt lacks'}{colon}{advice.lacks(lang)}")
+    print("接下来收集：" if zh else "collect next:")
+    for item in advice.collect():
+        print(f"  - {item['why'][lang]}{colon.strip()}")
+        print(f"      {item['command']}")
+        if item.get("instead"):
+            print(f"      {'或' if zh else 'or'}{colon}{item['instead']}")
+    if advice.closest:
+        print("最相近的结论（按文本相似度，不是特征匹配）：" if zh
+              else "closest conclusions (by similarity, not a signature):")
+        for n, near in enumerate(advice.closest, 1):
+            words = ", ".join(near.shared)
+            print(f"  {n}. {near.title.get(lang)}  ({near.runbook}:{near.conclusion})"
+                  f"{'：共有词 ' if zh else ': shares '}{words}")
 
 
 def _print_match(rank: int, match: Match, lang: str, runbook: Runbook | None, many_files: bool) -> None:
