@@ -9,6 +9,9 @@
   `FileBaton.wait` on the lock a killed build left in the job's TORCH_EXTENSIONS_DIR.
   `runbook run extension-errors` concludes stale-extension-lock with the lock path and its age and
   no build running; training-hang reaches the same conclusion from the job's stack.
+
+RUNBOOK_RECORD_VERDICTS=runbooks/recordings records each diagnosis below as
+runbooks/recordings/<scenario>[-training-hang]/incident.json (the test commits nothing).
 """
 
 from __future__ import annotations
@@ -33,6 +36,12 @@ ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 180.0  # torch imported on a busy 2-core machine
 QUIET_S = 4.0  # the log has been silent this long before a diagnosis (stall_after is 3)
 BUILDERS = {"ninja", "cc1plus", "nvcc"}
+
+
+def record_args(folder: str) -> list[str]:
+    """`--record BASE/FOLDER` when RUNBOOK_RECORD_VERDICTS=BASE (relative to the repository root)."""
+    base = os.environ.get("RUNBOOK_RECORD_VERDICTS")
+    return ["--record", str(ROOT / base / folder)] if base else []
 
 
 def runbook(job: Scenario, *args: str) -> dict[str, Any]:
@@ -110,7 +119,8 @@ def test_dataloader_fork_deadlock_diagnosed(scenario) -> None:
         assert state(pid) == "S"
         assert Path(f"/proc/{pid}/wchan").read_text().startswith("futex"), pid
 
-    report = runbook(job, "run", "training-hang", "--set", f"log={job.log}", "--set", "stall_after=3")
+    report = runbook(job, "run", "training-hang", "--set", f"log={job.log}", "--set", "stall_after=3",
+                     *record_args("dataloader_fork_deadlock"))
     node = report["nodes"][0]
     assert node["conclusion"]["id"] == "dataloader-fork-deadlock", walked(node)
     assert node["conclusion"]["taxonomy"] == ["hang.dataloader"]
@@ -144,7 +154,8 @@ def test_stale_extension_lock_diagnosed(scenario) -> None:
     environ = Path(f"/proc/{job.pid}/environ").read_bytes().split(b"\0")
     assert f"TORCH_EXTENSIONS_DIR={lock.parent.parent}".encode() in environ
 
-    report = runbook(job, "run", "extension-errors", "--set", f"log={job.log}")
+    report = runbook(job, "run", "extension-errors", "--set", f"log={job.log}",
+                     *record_args("stale_extension_lock"))
     node = report["nodes"][0]
     assert node["conclusion"]["id"] == "stale-extension-lock", walked(node)
     age = time.time() - lock.stat().st_mtime
@@ -154,7 +165,8 @@ def test_stale_extension_lock_diagnosed(scenario) -> None:
     assert "no ninja or compiler process runs" in node["finding"]
 
     # From the entry point: the job's stack says FileBaton.wait, and extension-errors finds the lock.
-    report = runbook(job, "run", "training-hang", "--set", f"log={job.log}", "--set", "stall_after=3")
+    report = runbook(job, "run", "training-hang", "--set", f"log={job.log}", "--set", "stall_after=3",
+                     *record_args("stale_extension_lock-training-hang"))
     node = report["nodes"][0]
     assert node["conclusion"]["id"] == "stale-extension-lock", walked(node)
     assert node["conclusion"]["runbook"] == "extension-errors"
