@@ -31,9 +31,10 @@ from runbook.checks.host import process
 NAME = "stack"
 SUMMARY = {
     "en": "Python stacks of the training processes (py-spy dump) and where each rank waits: "
-          "collective op, DataLoader, ray.get, CUDA sync, I/O; ranks stuck in different collectives",
+          "collective op, DataLoader, ray.get, CUDA sync, the torch extensions lock, a lock (futex), "
+          "I/O; ranks stuck in different collectives",
     "zh": "训练进程的 Python 调用栈（py-spy dump）以及每个 rank 等在哪里：集合通信操作、DataLoader、"
-          "ray.get、CUDA 同步、I/O；找出卡在不同集合通信操作中的 rank",
+          "ray.get、CUDA 同步、torch 扩展目录的锁、一把锁（futex）、I/O；找出卡在不同集合通信操作中的 rank",
 }
 PARAMS: dict[str, Any] = {
     "type": "object",
