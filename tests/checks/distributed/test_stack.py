@@ -380,3 +380,16 @@ def test_locked_lists_the_processes_whose_main_thread_waits_on_a_lock() -> None:
                                                                  (12, "rank", "extension-lock")]
     assert found[0]["wchan"] == "futex_wait_queue" and found[0]["frame"].endswith("lookup")
     assert found[1]["extensions_dir"] == "/tmp/ext"
+
+
+def test_entries_keep_every_process_and_its_extensions_dir() -> None:
+    """Processes whose environment the selection already read are entries too (with their
+    TORCH_EXTENSIONS_DIR), as are those it did not."""
+    me = os.getpid()
+    stat = {"ppid": os.getppid(), "state": "R"}
+    selected = {me: {"stat": stat, "env": {"RANK": "0", "TORCH_EXTENSIONS_DIR": "/scratch/ext"}},
+                os.getppid(): {"stat": {"ppid": 1, "state": "S"}}}
+    entries = stack._entries(selected)
+    assert sorted(e["pid"] for e in entries) == sorted(selected)
+    mine = next(e for e in entries if e["pid"] == me)
+    assert (mine["rank"], mine["extensions_dir"]) == (0, "/scratch/ext")
