@@ -378,6 +378,44 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         requires=("torch",),
         conclusion="training-hang:dataloader-worker-stuck",  # node04 (rank 3)
     ),
+    "dataloader_fork_deadlock": ScenarioSpec(
+        name="dataloader_fork_deadlock",
+        script="dataloader_fork_deadlock/train.py",
+        description={
+            "en": "A text classifier trained on CPU through a DataLoader (2 workers, fork, not "
+                  "persistent) whose dataset tokenises through a cache guarded by a threading.Lock. "
+                  "Epoch 1 trains; at its end a background thread snapshots the cache holding the "
+                  "lock, and epoch 2 forks its workers meanwhile: each inherits the lock held, with "
+                  "no thread to release it, and blocks forever in TokenCache.lookup (futex wait); the "
+                  "main thread waits in the DataLoader. Needs torch.",
+            "zh": "在 CPU 上通过 DataLoader（2 个 worker、fork、非持久）训练的文本分类器，其数据集通过一个"
+                  "由 threading.Lock 保护的缓存做分词。第 1 个 epoch 正常训练；结束时一个后台线程持有该锁"
+                  "保存缓存快照，而第 2 个 epoch 恰在此时 fork 出 worker：每个 worker 都继承了处于占用状态"
+                  "的锁，却没有线程会释放它，于是永远阻塞在 TokenCache.lookup 中（futex 等待）；主线程在 "
+                  "DataLoader 中等待。需要 torch。",
+        },
+        taxonomy="hang.dataloader",
+        requires=("torch",),
+        conclusion="training-hang:dataloader-fork-deadlock",
+    ),
+    "stale_extension_lock": ScenarioSpec(
+        name="stale_extension_lock",
+        script="stale_extension_lock/train.py",
+        description={
+            "en": "A job JIT-building a C++ op with torch.utils.cpp_extension.load_inline in its own "
+                  "TORCH_EXTENSIONS_DIR, where a previous build, killed with SIGKILL after torch's "
+                  "FileBaton took the lock, left fused_scale/lock behind: the log stops after \"Using "
+                  "... as PyTorch extensions root...\", the job waits in FileBaton.wait forever and no "
+                  "compiler runs (none is needed). Needs torch.",
+            "zh": "一个在自己的 TORCH_EXTENSIONS_DIR 中用 torch.utils.cpp_extension.load_inline JIT 编译 "
+                  "C++ op 的作业；之前的一次编译在 torch 的 FileBaton 创建锁之后被 SIGKILL 杀掉，留下了 "
+                  "fused_scale/lock：日志停在 \"Using ... as PyTorch extensions root...\" 之后，作业在 "
+                  "FileBaton.wait 中永远等待，没有编译器在运行（也不需要编译器）。需要 torch。",
+        },
+        taxonomy="launch.environment",
+        requires=("torch",),
+        conclusion="extension-errors:stale-extension-lock",
+    ),
     "oom_other_process": ScenarioSpec(
         name="oom_other_process",
         script="oom_other_process/train.py",

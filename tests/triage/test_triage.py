@@ -398,3 +398,21 @@ def test_help_stays_light() -> None:
             "print(sorted(m for m in ('yaml', 'jinja2', 'jsonschema') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_fork_and_extension_hazards_name_their_conclusions(library) -> None:  # type: ignore[no-untyped-def]
+    """#29: the tokenizers fork warning points at a DataLoader fork deadlock (a knock-on: it warns,
+    it does not prove); a CUDA toolkit unlike torch's at an extension build is its own cause."""
+    from runbook.triage.result import triage_text
+
+    forked = triage_text(library, None, (
+        "epoch 3 | step 1200 | loss 2.31\n"
+        "huggingface/tokenizers: The current process just got forked, after parallelism has already "
+        "been used. Disabling parallelism to avoid deadlocks...\n")).to_json()
+    first = forked["matches"][0]
+    assert (first["runbook"], first["conclusion"]["id"]) == ("training-hang", "dataloader-fork-deadlock")
+    cuda = triage_text(library, None, (
+        "RuntimeError:\n      The detected CUDA version (11.8) mismatches the version that was used to "
+        "compile\n      PyTorch (12.4). Please make sure to use the same CUDA versions.\n")).to_json()
+    first = cuda["matches"][0]
+    assert (first["runbook"], first["conclusion"]["id"]) == ("extension-errors", "extension-cuda-mismatch")

@@ -9,7 +9,7 @@ rendezvous point at the launch, not at a collective.
 One rank says a lot on its own, and most people ask about the node they are logged into: a
 rank in the rendezvous is `rendezvous` whatever the count (with its WORLD_SIZE, the ranks found
 and the store it waits on), and a lone rank elsewhere is `one-rank`, with how it waits
-(`wait`: collective with its op, cuda-sync, dataloader, ray, io, running) and where.
+(`wait`: collective with its op, cuda-sync, dataloader, ray, extension-lock, lock, io, running) and where.
 """
 
 from __future__ import annotations
@@ -168,9 +168,11 @@ def _what(rank: dict[str, Any]) -> dict[str, str]:
         return {"en": f"in {where}", "en_plural": f"are in {where}", "en_one": f"is in {where}",
                 "zh": f"停在 {where}（集合通信之外）"}
     what = {"dataloader": "the DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "a CUDA synchronize",
-            "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
+            "io": "I/O", "lock": "a lock", "extension-lock": "the torch extensions lock (FileBaton.wait)",
+            }.get(rank["wait"], str(rank["wait"]))
     what_zh = {"dataloader": "DataLoader", "ray": "ray.get/ray.wait", "cuda-sync": "CUDA 同步",
-               "io": "I/O"}.get(rank["wait"], str(rank["wait"]))
+               "io": "I/O", "lock": "一把锁", "extension-lock": "torch 扩展目录的锁（FileBaton.wait）",
+               }.get(rank["wait"], str(rank["wait"]))
     return {"en": f"waiting on {what}{at}", "en_plural": f"wait on {what}", "en_one": f"waits on {what}",
             "zh": f"在等待 {what_zh}{at}"}
 

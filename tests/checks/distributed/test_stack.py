@@ -314,3 +314,82 @@ def test_not_a_python_process(make_ctx: Callable[..., CheckContext]) -> None:
     assert result["found"] is True and result["available"] is False
     assert result["permission_denied"] is False
     assert result["processes"][0]["error"] and "1 of 1 processes not dumped" in result["reason"]
+
+
+# -- locks (#29): the torch extensions lock, a lock a thread waits on ------------------------------
+
+
+@pytest.mark.parametrize(("frames", "expected"), [
+    ([_frame(f"{SITE}/torch/utils/file_baton.py", "FileBaton.wait"),
+      _frame(f"{SITE}/torch/utils/cpp_extension.py", "_jit_compile"), USER],
+     ("extension-lock", "FileBaton.wait")),
+    ([_frame(f"{STDLIB}/logging/__init__.py", "Handler.acquire"),
+      _frame(f"{STDLIB}/logging/__init__.py", "Handler.handle"), USER], ("lock", "acquire")),
+    ([_frame(f"{STDLIB}/multiprocessing/synchronize.py", "SemLock.__enter__"), USER], ("lock", "__enter__")),
+])
+def test_classify_locks(frames: list[dict[str, Any]], expected: tuple[str, str | None]) -> None:
+    assert stack.classify(frames) == expected
+
+
+def test_idle_thread_in_a_futex_wait_waits_on_a_lock() -> None:
+    """threading.Lock.acquire has no Python frame: the kernel's futex wait says it is a lock."""
+    raw = {"thread_id": 7, "thread_name": "MainThread", "active": False,
+           "frames": [_frame("/job/train.py", "TokenCache.lookup", 61),
+                      _frame(f"{SITE}/torch/utils/data/_utils/worker.py", "_worker_loop", 308)]}
+    thread = stack.describe_thread(raw, "futex_wait_queue")
+    assert (thread["waits"], thread["op"], thread["wchan"]) == ("lock", "lookup", "futex_wait_queue")
+    assert stack.describe_thread(raw, "do_select")["waits"] == "idle"  # asleep, not on a lock
+    assert stack.describe_thread(raw)["waits"] == "idle"  # wchan unknown: say no more than py-spy
+    assert stack.describe_thread({**raw, "active": True}, "futex_wait_queue")["waits"] == "running"
+
+
+def test_wchan_of_a_thread_blocked_on_a_lock() -> None:
+    import threading
+
+    lock = threading.Lock()
+    lock.acquire()
+    ids: list[int] = []
+    waiter = threading.Thread(target=lambda: (ids.append(threading.get_native_id()), lock.acquire()))
+    waiter.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (stack.wchan(os.getpid(), ids[0] if ids else 0) or
+                                                   "").startswith("futex"):
+            time.sleep(0.02)
+        found = stack.wchan(os.getpid(), ids[0])
+        if found is None:
+            pytest.skip("this kernel hides wchan")
+        assert found.startswith("futex"), found
+    finally:
+        lock.release()
+        waiter.join()
+    assert stack.wchan(os.getpid(), 0) is None and stack.wchan(os.getpid(), "x") is None
+
+
+def test_locked_lists_the_processes_whose_main_thread_waits_on_a_lock() -> None:
+    entries = [{"pid": 10, "ppid": 1, "rank": None, "role": "rank", "main_wait": "dataloader",
+                "main_op": "_try_get_data"},
+               {"pid": 11, "ppid": 10, "rank": None, "role": "worker", "main_wait": "lock",
+                "main_op": "lookup", "main_frame": "/job/train.py:61 TokenCache.lookup",
+                "main_user_frame": "/job/train.py:61 TokenCache.lookup", "main_wchan": "futex_wait_queue",
+                "extensions_dir": None},
+               {"pid": 12, "ppid": 1, "rank": 0, "role": "rank", "main_wait": "extension-lock",
+                "main_op": "FileBaton.wait", "extensions_dir": "/tmp/ext"}]
+    found = stack.locked(entries)
+    assert [(f["pid"], f["role"], f["wait"]) for f in found] == [(11, "worker", "lock"),
+                                                                 (12, "rank", "extension-lock")]
+    assert found[0]["wchan"] == "futex_wait_queue" and found[0]["frame"].endswith("lookup")
+    assert found[1]["extensions_dir"] == "/tmp/ext"
+
+
+def test_entries_keep_every_process_and_its_extensions_dir() -> None:
+    """Processes whose environment the selection already read are entries too (with their
+    TORCH_EXTENSIONS_DIR), as are those it did not."""
+    me = os.getpid()
+    stat = {"ppid": os.getppid(), "state": "R"}
+    selected = {me: {"stat": stat, "env": {"RANK": "0", "TORCH_EXTENSIONS_DIR": "/scratch/ext"}},
+                os.getppid(): {"stat": {"ppid": 1, "state": "S"}}}
+    entries = stack._entries(selected)
+    assert sorted(e["pid"] for e in entries) == sorted(selected)
+    mine = next(e for e in entries if e["pid"] == me)
+    assert (mine["rank"], mine["extensions_dir"]) == (0, "/scratch/ext")

@@ -2,8 +2,10 @@
 
 Every selected process is dumped with `py-spy dump --json --pid PID` (in parallel, under the
 check's deadline). Each thread is classified by its frames, innermost first: a collective in
-torch.distributed, the DataLoader, ray.get/ray.wait, a CUDA synchronize, socket/file I/O,
-else running (or idle, when py-spy says so). The ranks' main threads are then compared: ranks
+torch.distributed, the DataLoader, ray.get/ray.wait, a CUDA synchronize, the torch extensions
+lock (`FileBaton.wait`), a lock (a lock's `acquire` frame, or an idle thread the kernel shows in a
+futex wait, /proc/PID/task/TID/wchan), socket/file I/O, else running (or idle, when py-spy says
+so). The ranks' main threads are then compared: ranks
 waiting in different collectives (or some in a collective and some not) took different code
 paths, the classic distributed hang.
 
@@ -29,9 +31,10 @@ from runbook.checks.host import process
 NAME = "stack"
 SUMMARY = {
     "en": "Python stacks of the training processes (py-spy dump) and where each rank waits: "
-          "collective op, DataLoader, ray.get, CUDA sync, I/O; ranks stuck in different collectives",
+          "collective op, DataLoader, ray.get, CUDA sync, the torch extensions lock, a lock (futex), "
+          "I/O; ranks stuck in different collectives",
     "zh": "训练进程的 Python 调用栈（py-spy dump）以及每个 rank 等在哪里：集合通信操作、DataLoader、"
-          "ray.get、CUDA 同步、I/O；找出卡在不同集合通信操作中的 rank",
+          "ray.get、CUDA 同步、torch 扩展目录的锁、一把锁（futex）、I/O；找出卡在不同集合通信操作中的 rank",
 }
 PARAMS: dict[str, Any] = {
     "type": "object",
@@ -49,10 +52,10 @@ PARAMS: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
-_THREAD_FIELDS = "thread_id, name, idle, waits, op, innermost, user_frame, frames"
+_THREAD_FIELDS = "thread_id, name, idle, waits, op, innermost, user_frame, frames, wchan"
 _PROC_FIELDS = (f"pid, ppid, rank, role, cmdline, error, threads: [{{{_THREAD_FIELDS}}}], main_wait, "
-                "main_op, main_user_frame, world_size, master")
-_WAITS = "collective, dataloader, ray, cuda-sync, io, running, idle"
+                "main_op, main_user_frame, main_frame, main_wchan, world_size, master, extensions_dir")
+_WAITS = "collective, dataloader, ray, cuda-sync, extension-lock, lock, io, running, idle"
 RESULT_FIELDS = {
     "available": {"type": "boolean",
                   "en": "py-spy ran and could dump at least one selected process (true when none "
@@ -101,6 +104,16 @@ RESULT_FIELDS = {
                   "en": "Ranks whose (wait, op) differs from the majority's (a tie goes to the group "
                         "holding the lowest rank)",
                   "zh": "(wait, op) 与多数 rank 不同的 rank（数量相同时以包含最小 rank 的一组为多数）"},
+    "locked": {"type": "array",
+               "en": "Processes whose main thread waits on a lock: {pid, ppid, role, rank, wait "
+                     "(lock or extension-lock), op, frame (innermost frame), user_frame, wchan (the "
+                     "kernel function it sleeps in, e.g. futex_wait_queue), extensions_dir (its "
+                     "TORCH_EXTENSIONS_DIR, null when unset)}; a DataLoader worker here is the classic "
+                     "lock inherited at fork",
+               "zh": "主线程在等待锁的进程：{pid, ppid, role, rank, wait（lock 或 extension-lock）、op、"
+                     "frame（最内层帧）、user_frame、wchan（它在内核中休眠所在的函数，如 "
+                     "futex_wait_queue）、extensions_dir（其 TORCH_EXTENSIONS_DIR，未设置时为 null）}；"
+                     "这里出现 DataLoader worker 即典型的 fork 时继承下来的锁"},
     "majority": {"type": "object",
                  "en": "{wait, op, count} shared by most ranks (null when no rank was dumped)",
                  "zh": "多数 rank 共有的 {wait, op, count}（没有导出任何 rank 时为 null）"},
@@ -115,6 +128,14 @@ COLLECTIVE_OPS = frozenset({
 })
 _DATALOADER_FUNCS = frozenset({"_next_data", "_get_data", "_try_get_data", "_shutdown_workers", "join"})
 _RAY_FUNCS = frozenset({"get", "wait", "get_objects", "wait_objects"})
+# Python frames that take a lock (innermost): (file suffix, functions). threading.Lock.acquire is
+# C and has no frame of its own; those are found by the kernel's futex wait instead (_futex_lock).
+_LOCK_FRAMES = (
+    ("logging/__init__.py", frozenset({"acquire", "_acquireLock"})),
+    ("multiprocessing/synchronize.py", frozenset({"acquire", "__enter__"})),
+    ("threading.py", frozenset({"acquire", "_acquire_restore"})),
+    ("filelock/_api.py", frozenset({"acquire", "__enter__"})),
+)
 _IO_FILES = frozenset({"socket.py", "ssl.py", "selectors.py", "io.py", "_pyio.py"})
 _IO_FUNCS = frozenset({
     "read", "readinto", "readline", "readlines", "recv", "recv_into", "recvfrom", "recvfrom_into",
@@ -153,6 +174,7 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     result["found"] = True
     result["processes"] = entries
     result.update(compare_ranks(entries))
+    result["locked"] = locked(entries)
     result.update(_availability(entries))
     return result
 
@@ -161,7 +183,7 @@ def _blank(how: str) -> dict[str, Any]:
     return {
         "available": True, "reason": None, "py_spy": None, "how": how, "found": False,
         "permission_denied": False, "processes": [], "ranks": {}, "distinct_ops": [],
-        "mismatched": False, "odd_ranks": [], "majority": None,
+        "mismatched": False, "odd_ranks": [], "majority": None, "locked": [],
     }
 
 
@@ -177,7 +199,8 @@ def _entries(selected: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
             env = _environ(pid)
         entries.append({"pid": pid, "ppid": info["stat"]["ppid"], "rank": process.env_rank(env, "RANK"),
                         "role": "rank", "cmdline": _cmdline(pid), "state": info["stat"]["state"],
-                        "world_size": process.env_rank(env, "WORLD_SIZE"), "master": _master(env)})
+                        "world_size": process.env_rank(env, "WORLD_SIZE"), "master": _master(env),
+                        "extensions_dir": env.get("TORCH_EXTENSIONS_DIR") or None})
     assign_roles(entries)
     order = {"rank": 0, "launcher": 1, "worker": 2}
     entries.sort(key=lambda e: (order[e["role"]], e["pid"]))
@@ -246,8 +269,8 @@ def find_py_spy(name: str, env: dict[str, str], entries: list[dict[str, Any]]) -
 def _dump_all(py_spy: str, entries: list[dict[str, Any]], native: bool, ctx: CheckContext) -> None:
     todo = []
     for index, entry in enumerate(entries):
-        entry.update(threads=[], main_wait=None, main_op=None, main_user_frame=None, error=None,
-                     permission_denied=False)
+        entry.update(threads=[], main_wait=None, main_op=None, main_user_frame=None, main_frame=None,
+                     main_wchan=None, error=None, permission_denied=False)
         if entry.pop("state") == "Z":
             entry["error"] = "zombie: exited but not reaped by its parent"
         elif index >= _MAX_PROCESSES:
@@ -305,11 +328,12 @@ def is_permission_error(stderr: str) -> bool:
 
 def _attach_threads(entry: dict[str, Any], raw_threads: list) -> None:
     raw = [thread for thread in raw_threads if isinstance(thread, dict)]
-    threads = [describe_thread(thread) for thread in raw]
+    threads = [describe_thread(thread, wchan(entry["pid"], thread.get("os_thread_id"))) for thread in raw]
     entry["threads"] = threads
     main = _main_thread(raw, threads, entry["pid"])
     if main is not None:
-        entry.update(main_wait=main["waits"], main_op=main["op"], main_user_frame=main["user_frame"])
+        entry.update(main_wait=main["waits"], main_op=main["op"], main_user_frame=main["user_frame"],
+                     main_frame=main["innermost"], main_wchan=main["wchan"])
 
 
 def _main_thread(raw: list, threads: list[dict[str, Any]], pid: int) -> dict[str, Any] | None:
@@ -323,11 +347,24 @@ def _main_thread(raw: list, threads: list[dict[str, Any]], pid: int) -> dict[str
 # -- classification ----------------------------------------------------------------------------
 
 
-def describe_thread(raw: dict[str, Any]) -> dict[str, Any]:
-    """One thread of a py-spy JSON dump: where it waits, and its frames as text."""
+def wchan(pid: int, tid: Any) -> str | None:
+    """The kernel function thread `tid` of `pid` sleeps in (/proc/PID/task/TID/wchan); None when
+    unknown (no thread id, gone, or hidden: the kernel shows "0" to those who may not see it)."""
+    if not isinstance(tid, int) or isinstance(tid, bool) or tid <= 0:
+        return None
+    text = (_procfs.read_text(f"/proc/{pid}/task/{tid}/wchan") or "").strip()
+    return None if text in ("", "0") else text
+
+
+def describe_thread(raw: dict[str, Any], kernel_wait: str | None = None) -> dict[str, Any]:
+    """One thread of a py-spy JSON dump: where it waits, and its frames as text. `kernel_wait` is
+    the thread's wchan: an idle thread in a futex wait with no known wait on its stack waits on a
+    lock (threading.Lock.acquire is C, so no Python frame names it)."""
     frames = [f for f in raw.get("frames") or [] if isinstance(f, dict)]
     waits, op = classify(frames)
     idle = not raw.get("active", True)
+    if waits == "running" and idle and (kernel_wait or "").startswith("futex") and frames:
+        waits, op = "lock", _path_func(frames[0])[1]
     if waits == "running" and idle:
         waits = "idle"
     user = next((f for f in frames if is_user_frame(f)), None)
@@ -340,6 +377,7 @@ def describe_thread(raw: dict[str, Any]) -> dict[str, Any]:
         "innermost": frame_text(frames[0]) if frames else None,
         "user_frame": frame_text(user) if user is not None else None,
         "frames": [frame_text(f) for f in frames[:_FRAMES_SHOWN]],
+        "wchan": kernel_wait,
     }
 
 
@@ -370,6 +408,11 @@ def _specific(frame: dict[str, Any]) -> tuple[str, str] | None:
         return "ray", "ray.wait" if func.startswith("wait") else "ray.get"
     if "torch/cuda/" in path and func == "synchronize":
         return "cuda-sync", func
+    if path.endswith("torch/utils/file_baton.py") and func == "wait":
+        return "extension-lock", "FileBaton.wait"  # the JIT build's lock in the extensions dir
+    for suffix, funcs in _LOCK_FRAMES:
+        if path.endswith(suffix) and func in funcs:
+            return "lock", func
     return None
 
 
@@ -436,6 +479,20 @@ def compare_ranks(entries: list[dict[str, Any]]) -> dict[str, Any]:
     majority, odd = _majority(seen)
     return {"ranks": ranks, "distinct_ops": ops, "mismatched": mismatched, "odd_ranks": odd,
             "majority": majority}
+
+
+def locked(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The processes whose main thread waits on a lock (a DataLoader worker that inherited a held
+    lock at fork, a rank waiting on the torch extensions lock), with where and in which kernel wait."""
+    found = []
+    for entry in entries:
+        if entry.get("main_wait") not in ("lock", "extension-lock"):
+            continue
+        found.append({"pid": entry["pid"], "ppid": entry.get("ppid"), "role": entry.get("role"),
+                      "rank": entry.get("rank"), "wait": entry["main_wait"], "op": entry.get("main_op"),
+                      "frame": entry.get("main_frame"), "user_frame": entry.get("main_user_frame"),
+                      "wchan": entry.get("main_wchan"), "extensions_dir": entry.get("extensions_dir")})
+    return found
 
 
 def _majority(seen: dict[int, tuple[str, str | None]]) -> tuple[dict[str, Any] | None, list[int]]:
