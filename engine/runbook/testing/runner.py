@@ -220,4 +220,8 @@ def _compare(node: str, outcome: NodeOutcome, wanted: dict[str, Any],
         got = outcome.conclusion.taxonomy if outcome.conclusion else []
         if sorted(got) != sorted(wanted["taxonomy"]):
             failures.append(f"{where}taxonomy {got}, expected {wanted['taxonomy']}")
+    finding = outcome.finding.get("en", "")
+    for words in wanted.get("finding_contains") or []:  # the facts the finding must name
+        if words not in finding:
+            failures.append(f"{where}finding {finding!r} lacks {words!r}")
     return failures

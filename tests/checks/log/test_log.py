@@ -288,6 +288,22 @@ def test_loss_stats_default_regex(tmp_path: Path, make_ctx) -> None:
     assert windowed["loss_stats"]["count"] == 3 and windowed["loss_stats"]["first"] == 2.5
 
 
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "triage-corpus"
+
+
+def test_lr_stats_read_hf_and_step_lines(tmp_path: Path, make_ctx) -> None:
+    # HF Trainer under the DeepSpeed launcher, verbatim (Baichuan2#287): the LR stays at its peak.
+    flat = log.run({"path": str(CORPUS / "deepspeed" / "287-baichuan2-lr-constant-cosine.log")}, make_ctx())
+    assert flat["lr_stats"] == {"count": 8, "first": 1e-05, "last": 1e-05, "min": 1e-05, "max": 1e-05,
+                                "distinct": 1}
+    warm = "".join(f"step {i} | loss 2.{i} | lr {i * 1e-5:.1e} | grad_norm 0.4\n" for i in range(1, 7))
+    moving = log.run({"path": str(write(tmp_path / "w.log", warm)), "loss_window": 4}, make_ctx())
+    assert moving["lr_stats"]["distinct"] == 4 and moving["lr_stats"]["last"] == 6e-05
+    quiet = log.run({"path": str(write(tmp_path / "q.log", "epoch 1 done\n"))}, make_ctx())
+    assert quiet["lr_stats"] == {"count": 0, "first": None, "last": None, "min": None, "max": None,
+                                 "distinct": 0}
+
+
 def test_loss_diverging_to_nan(tmp_path: Path, make_ctx) -> None:
     text = ("step 1 | loss 2.1\nstep 2 | loss 2.4\nstep 3 | Loss: 3.9\nstep 4 | loss 8.7\n"
             "step 5 | loss inf\nstep 6 | loss nan\n")

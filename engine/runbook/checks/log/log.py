@@ -59,6 +59,7 @@ PARAMS: dict[str, Any] = {
 _PATTERN_FIELDS = "count, last_line, last_line_no, last_groups, last_value"
 _SIGNATURE_NAMES = ", ".join(log_signals.SIGNATURES)
 _LOSS_FIELDS = "count, last, last_raw, first, min, max, mean, trend, nan_count, inf_count"
+_LR_FIELDS = "count, first, last, min, max, distinct"
 _PROGRESS_FIELDS = "last_step, steps_per_min, basis, seconds_since_progress"
 _PER_FILE_FIELDS = ("path, age_s, size_bytes, lines_read, last_step, signatures, first_signature, "
                     "error")
@@ -105,6 +106,13 @@ RESULT_FIELDS = {
                          "NaN/Inf (last_raw shows it), trend compares the halves: down, up, flat",
                    "zh": f"最近 loss_window 个 loss 值的统计：{{{_LOSS_FIELDS}}}；最后一个值为 NaN/Inf 时 "
                          "last 为 null（见 last_raw），trend 比较前后两半：down、up、flat"},
+    "lr_stats": {"type": "object",
+                 "en": f"The last loss_window learning-rate values printed (the pattern named `lr` "
+                       f"when it has a group, else lr/learning_rate lines): {{{_LR_FIELDS}}}; distinct "
+                       "is how many different values: 1 over many steps means no schedule is applied",
+                 "zh": f"最近 loss_window 个打印出的学习率（有分组时用名为 `lr` 的模式，否则读 lr/"
+                       f"learning_rate 行）：{{{_LR_FIELDS}}}；distinct 为不同取值的个数："
+                       "许多步都只有 1 个取值说明没有应用任何调度"},
     "progress": {"type": "object",
                  "en": f"Training progress: {{{_PROGRESS_FIELDS}}}; basis of steps_per_min: timestamps "
                        "(in the step lines), printed_rate (it/s, ms per iteration), file_times (whole "
@@ -209,11 +217,13 @@ def _analyse(
     patterns = params.get("patterns") or {}
     loss = log_signals.last_matches(lines, _regex(patterns, "loss", log_signals.DEFAULT_LOSS), window)
     steps = log_signals.last_matches(lines, _step_regex(patterns), window)
+    rates = log_signals.last_matches(lines, _regex(patterns, "lr", log_signals.DEFAULT_LR), window)
     span = None if ctx is None else (lambda: _file_span(entry["path"], ctx))
     return {
         "signatures": signatures,
         "first_signature": log_signals.first_signature(signatures),
         "loss_stats": log_signals.loss_stats([value for _, value, _ in loss]),
+        "lr_stats": log_signals.lr_stats([value for _, value, _ in rates]),
         "progress": log_signals.progress(lines, steps, entry["age_s"], span),
     }
 

@@ -62,7 +62,11 @@ _CHECKS = [(name, re.compile(source), _HINTS[name]) for name, source in SIGNATUR
 # Also HF Trainer's {'loss': 2.31, ...}. Each default comes with the substrings a line needs.
 DEFAULT_LOSS = r"\b(?:loss|Loss|LOSS)['\"]?[\s:=]+([-+0-9.eE]+|nan|inf|NaN|Inf)"
 DEFAULT_STEP = r"(?:\b|_)(?:step|Step|STEP|iter|Iter|iteration|Iteration)\b[\s:=#\[]*(\d+)"
-DEFAULT_HINTS = {DEFAULT_LOSS: ("oss", "OSS"), DEFAULT_STEP: ("tep", "TEP", "ter")}
+# The learning rate as trainers print it: `lr 3.0e-4`, `lr: 0.001`, HF's `'learning_rate': 1e-05`.
+DEFAULT_LR = (r"(?:\b|_)(?:lr|LR|learning_rate|learning rate)['\"]?(?:\s*[:=]\s*|\s+)"
+              r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)")
+DEFAULT_HINTS = {DEFAULT_LOSS: ("oss", "OSS"), DEFAULT_STEP: ("tep", "TEP", "ter"),
+                 DEFAULT_LR: ("lr", "LR", "learning")}
 # 2024-03-05 14:22:07, 2024-03-05T14:22:07.123, 2024/03/05 14:22:07
 _TIMESTAMP = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?")
 # Rates printed by progress bars and trainers: tqdm it/s or s/it, Megatron ms per iteration.
@@ -156,6 +160,16 @@ def loss_stats(values: list[str]) -> dict[str, Any]:
         "nan_count": sum(1 for v in numbers if math.isnan(v)),
         "inf_count": sum(1 for v in numbers if math.isinf(v)),
     }
+
+
+def lr_stats(values: list[str]) -> dict[str, Any]:
+    """The learning rates printed (oldest first): a schedule moves them; `distinct` 1 over many
+    steps means none is applied (a DeepSpeed `scheduler` block overriding the trainer's, or a
+    warmup that never starts)."""
+    numbers = [v for v in (to_float(text) for text in values) if v is not None and math.isfinite(v)]
+    return {"count": len(numbers), "first": numbers[0] if numbers else None,
+            "last": numbers[-1] if numbers else None, "min": min(numbers) if numbers else None,
+            "max": max(numbers) if numbers else None, "distinct": len(set(numbers))}
 
 
 def trend(values: list[float]) -> str | None:
