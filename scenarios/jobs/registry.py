@@ -398,6 +398,26 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         requires=("torch",),
         conclusion="training-hang:dataloader-fork-deadlock",
     ),
+    "recompile_limit": ScenarioSpec(
+        name="recompile_limit",
+        script="recompile_limit/train.py",
+        description={
+            "en": "A multi-task model (12 task heads in turn) trains with a torch.compile'd step that "
+                  "takes the task's name as a Python string: each new task fails a guard "
+                  "(task == 'task03'), so dynamo recompiles at every step until it reaches its "
+                  "recompile limit (8) and runs the step eagerly; TORCH_LOGS=recompiles prints each "
+                  "recompilation with its guard. The log keeps moving. Needs torch (backend eager: no "
+                  "compiler).",
+            "zh": "一个多任务模型（12 个任务头轮流训练）用 torch.compile 编译的训练步骤，把任务名作为 "
+                  "Python 字符串传入：每个新任务都会让一个 guard 失败（task == 'task03'），于是 dynamo "
+                  "每一步都重新编译，直到达到重新编译上限（8）后改用 eager 执行；TORCH_LOGS=recompiles "
+                  "会打印每次重新编译及其 guard。日志一直在推进。"
+                  "需要 torch（backend 为 eager：不需要编译器）。",
+        },
+        taxonomy="perf.host-sync",
+        requires=("torch",),
+        conclusion="slow-training:recompiles",
+    ),
     "stale_extension_lock": ScenarioSpec(
         name="stale_extension_lock",
         script="stale_extension_lock/train.py",
