@@ -38,6 +38,7 @@ REQUESTS = {
     "torch": {"gpus_per_node": 2, "num_nodes": 1},
     "nccl": {"pid": 1},
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
+    "pcie": {},
 }
 
 

@@ -39,6 +39,7 @@ CHECK_TYPES: dict[str, str] = {
     "torch": "runbook.checks.distributed.torch_info",
     "nccl": "runbook.checks.distributed.nccl",
     "flight_recorder": "runbook.checks.distributed.flight_recorder",
+    "pcie": "runbook.checks.host.pcie",
 }
 
 
