@@ -452,8 +452,10 @@ def test_collect_hang_is_seen_as_collection_stuck(ray_scenario) -> None:
     scenario, address = ray_scenario("ray_collect_hang", r"Waiting for 8 workers\.\.\.")
     assert "Created 8/8 workers..." in scenario.read_log()
     started = time.monotonic()
+    # Until every ready() call has run past pending_after: under load they start seconds apart.
     result = _poll({"address": address, "pending_after": 2},
-                   lambda r: r["collect_stuck"] is True and r["source"] == "state_api")
+                   lambda r: r["collect_stuck"] is True and r["source"] == "state_api"
+                   and r["tasks"]["stuck_running"] == 8)
     print(f"ray check on ray_collect_hang: {time.monotonic() - started:.1f}s to a verdict")
     assert result["running"] is True and result["reason"] is None, result
     assert result["collect_stuck"] is True
