@@ -237,10 +237,15 @@ def _not_installed(name: str, hint: str) -> Missing:
 
 
 def collect_process(job: NodeJob, section: Section) -> SectionOutcome:
-    pid, match = job.params.get("pid"), job.params.get("match")
+    pid, match, log = job.params.get("pid"), job.params.get("match"), job.params.get("log")
     chosen = {"pid": pid} if pid else {"match": match} if match else {}
     source = "process check" + (f" ({next(iter(chosen))}={next(iter(chosen.values()))})" if chosen
                                 else " (auto: Python with RANK/WORLD_SIZE or libtorch)")
+    if log and not pid:
+        # The job's own process first: the one writing its log, not any Python with RANK set
+        # (another job on the node has one too).
+        chosen["log"] = log
+        source += f", tied to the writer of {log}"
     result = job.ask(section.name, "process", chosen, 5.0)
     hung = timed_out(job, result, "the process check")
     if hung:
