@@ -5,6 +5,7 @@ this module by putting `scenarios/jobs/` on sys.path first.
 """
 
 import ctypes
+import os
 import socket
 import sys
 
@@ -37,3 +38,9 @@ def set_comm(name: str) -> None:
             fh.write(name[:15])
     except OSError:
         pass
+
+
+def exec_self(script: str, env: dict, *args: str) -> None:
+    """Replace this process by `script ARGS` with `env`, as a launcher script's
+    `export VAR=...; exec python train.py` does: the job keeps the pid the launcher was given."""
+    os.execve(sys.executable, [sys.executable, os.path.abspath(script), *args], env)

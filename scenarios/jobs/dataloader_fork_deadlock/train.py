@@ -32,6 +32,9 @@ import threading
 import time
 import zlib
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/jobs/
+from _helpers import say  # noqa: E402
+
 STEPS_PER_EPOCH = 24
 BATCH_SIZE = 8
 STEP_S = 0.25  # per step, at speed 1
@@ -40,12 +43,6 @@ VOCAB = 4096
 COMMON_WORDS = ("the of and to in is was for on that with as by at from it his an were are which this be or "
          "has had first one their its new after but who not they have her she two been other when "
          "there all during into school time may years more most only over city some world")
-
-
-def say(text: str) -> None:
-    """One line in one write(): the workers share the log."""
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
 
 
 class TokenCache:

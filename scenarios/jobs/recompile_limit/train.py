@@ -21,10 +21,8 @@ import os
 import sys
 import time
 
-
-def say(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/jobs/
+from _helpers import exec_self, say  # noqa: E402
 
 
 def train(speed: float) -> None:
@@ -70,8 +68,7 @@ def main(argv: list | None = None) -> int:
         return 0
     env = {**os.environ, "TORCH_LOGS": "recompiles"}  # how the user sees why it recompiles
     say("[launcher] export TORCH_LOGS=recompiles; exec the job")
-    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), "--speed", str(args.speed),
-                               "--train"], env)
+    exec_self(__file__, env, "--speed", str(args.speed), "--train")
     return 1
 
 

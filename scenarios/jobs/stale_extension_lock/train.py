@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scenarios/jobs/
+from _helpers import exec_self, say  # noqa: E402
+
 OP = "fused_scale"
 CPP = "torch::Tensor scale(torch::Tensor x, double factor) { return x * factor; }"
 # What the killed build ran: torch's lock, taken like _jit_compile takes it, then the process waits
@@ -37,11 +40,6 @@ PREVIOUS_BUILD = (
     "print('building', flush=True)\n"
     "time.sleep(3600)\n"
 )
-
-
-def say(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
 
 
 def killed_build(root: str) -> None:
@@ -85,8 +83,7 @@ def main(argv: list | None = None) -> int:
     killed_build(root)
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": root}
     say(f"[launcher] export TORCH_EXTENSIONS_DIR={root}; exec the job")
-    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), "--speed", str(args.speed),
-                               "--build"], env)
+    exec_self(__file__, env, "--speed", str(args.speed), "--build")
     return 1
 
 
