@@ -52,7 +52,10 @@ class Advice:
 
 def shape_of(tail: Iterable[str], verdict: str) -> str:
     """The first shape (advice_rules.py) whose test holds on the excerpt's last lines."""
-    lines = [line for line in tail if line.strip()]
+    return _shape_of([line for line in tail if line.strip()], verdict)
+
+
+def _shape_of(lines: list[str], verdict: str) -> str:
     for shape in ADVICE["shapes"]:
         if _holds(shape, lines, verdict):
             return str(shape["id"])
@@ -67,12 +70,11 @@ def advise(tail: Iterable[str], verdict: str, resembling: Any = None) -> Advice 
     """
     if verdict not in ADVISED_VERDICTS:
         return None
-    lines = list(tail)
-    advice = Advice(shape_of(lines, verdict))
+    lines = [line for line in tail if line.strip()]
+    advice = Advice(_shape_of(lines, verdict))
     rules = ADVICE["closest"]
-    text = "\n".join(line for line in lines if line.strip())
-    if verdict == "no-error" and resembling is not None and text:
-        query = "\n".join(text.split("\n")[-rules["query_lines"]:])
+    if verdict == "no-error" and resembling is not None and lines:
+        query = "\n".join(lines[-rules["query_lines"]:])
         advice.closest = [Closest(*found) for found in resembling(query, rules["top"], rules["why_words"])]
     return advice
 

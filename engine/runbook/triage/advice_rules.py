@@ -34,7 +34,6 @@ _METRIC = (r"(?:\b(?:loss|lr|learning_rate|grad_norm|step|iter(?:ation)?|epoch|t
            r"|samples/s(?:ec)?|tokens/s|it/s|s/it)\b|SamplesPerSec)\D{0,24}\d")
 
 
-
 def _collect(command: str, instead: str | None, en: str, zh: str) -> dict[str, Any]:
     return {"command": command, "instead": instead, "why": {"en": en, "zh": zh}}
 
