@@ -86,6 +86,27 @@ def test_a_missing_log_is_a_failure_and_no_log_given_is_absent(tmp_path: Path) -
     assert run_section(job(tmp_path), SECTION["log"]).status == ABSENT
 
 
+def test_no_writer_of_the_log_is_absent_and_a_missing_pid_is_a_failure(tmp_path: Path) -> None:
+    # The process check's answer is given: which processes run on this machine depends on
+    # what else runs beside the test (a launcher's ranks would be taken as the job's).
+    asked: list[dict] = []
+
+    def not_found(self: NodeJob, section: str, check: str, params: dict, timeout: float) -> dict:
+        asked.append(params)
+        return {"found": False, "processes": [], "reason": "no process holds the log open, is named "
+                "in it or was started by a launcher: the job has exited"}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(NodeJob, "ask", not_found)
+        exited = run_section(job(tmp_path, {"log": "/x/train.log"}), SECTION["process"])
+        gone = run_section(job(tmp_path, {"pid": "4242", "log": "/x/train.log"}), SECTION["process"])
+    # the log ties the process unless a pid is given
+    assert asked == [{"log": "/x/train.log"}, {"pid": "4242"}]
+    assert exited.status == ABSENT and "the job has exited" in str(exited.reason)  # a finding
+    assert "tied to the writer of /x/train.log" in exited.source
+    assert gone.status == FAILED  # the pid asked for is not there
+
+
 def test_a_wrong_interpreter_fails_and_says_so(tmp_path: Path) -> None:
     outcome = run_section(job(tmp_path, python="/nonexistent/python3"), SECTION["pip-list"])
     assert outcome.status == FAILED

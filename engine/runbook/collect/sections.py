@@ -251,8 +251,9 @@ def collect_process(job: NodeJob, section: Section) -> SectionOutcome:
     if hung:
         return hung
     if not result.get("found"):
-        # Asked for a pid or a pattern that is not there: a failure; nothing found by itself: a finding.
-        return SectionOutcome(FAILED if chosen else ABSENT, _process_table(result),
+        # Asked for a pid or a pattern that is not there: a failure; nothing found by itself (or no
+        # writer of the log: the job has exited) is a finding.
+        return SectionOutcome(FAILED if pid or match else ABSENT, _process_table(result),
                               result.get("reason") or "no process", source)
     job.target.pid = int(pid) if pid else int(result["pid"])
     body = _process_table(result) + "\n" + _target_details(job, section)
