@@ -76,6 +76,19 @@ def test_lint_json(runbook_cli) -> None:
     assert doc["problems"][0]["path"] == ["steps", "first", "branches", 0, "goto"]
 
 
+def test_one_file_is_linted_and_tested_inside_the_library(runbook_cli) -> None:
+    # ddp-errors goes on into training-hang and points at nccl-errors: they resolve, and only
+    # ddp-errors' own problems and cases count.
+    out = runbook_cli("lint", "runbooks/ddp-errors.yaml")
+    assert (out.returncode, out.stdout) == (0, ""), out.stdout
+    assert out.stderr.strip() == "1 file(s) OK"
+    out = runbook_cli("test", "runbooks/ddp-errors.yaml", "--coverage", "--format", "json")
+    doc = json.loads(out.stdout)
+    assert out.returncode == 0 and doc["failed"] == 0, out.stdout[-2000:] + out.stderr
+    assert {row["runbook"] for row in doc["cases"]} == {"ddp-errors"}
+    assert [c["runbook"] for c in doc["coverage"]] == ["ddp-errors"]
+
+
 def test_runbook_tests_of_the_library_pass(runbook_cli) -> None:
     out = runbook_cli("test")
     assert out.returncode == 0, out.stdout + out.stderr

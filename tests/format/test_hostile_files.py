@@ -17,7 +17,7 @@ import yaml
 
 from runbook.format import safeyaml
 from runbook.format.loader import MAX_BRANCHES, load_file, load_text
-from runbook.format.yamlpos import parse
+from runbook.format.yamlpos import DuplicateKeyError, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = "apiVersion: runbook/v1\nid: hostile\nversion: 1.0.0\n"
@@ -46,6 +46,15 @@ def test_aliases_within_the_budget_still_share_a_value() -> None:
     # The library shares fix commands this way (`run: &fewer-workers |` ... `run: *fewer-workers`).
     data, _ = parse("a: &cmd echo hi\nb: *cmd\nc: &list [1, 2]\nd: *list\n")
     assert data == {"a": "echo hi", "b": "echo hi", "c": [1, 2], "d": [1, 2]}
+
+
+def test_a_key_of_its_own_overrides_a_merged_one_but_not_its_twin() -> None:
+    # YAML's merge key: `<<: *base` then `b: 2` is an override (test files use it for nodes that
+    # differ in one step); `b` twice in the mapping's own keys stays an error.
+    data, _ = parse("base: &x {b: 1, c: 3}\nnode:\n  <<: *x\n  b: 2\n")
+    assert data["node"] == {"b": 2, "c": 3}
+    with pytest.raises(DuplicateKeyError, match="duplicate key 'b'"):
+        parse("base: &x {c: 3}\nnode:\n  <<: *x\n  b: 1\n  b: 2\n")
 
 
 def test_deep_nesting_is_refused_where_it_goes_too_deep() -> None:

@@ -204,8 +204,9 @@ def test_example_runbook_lints_beside_the_repository_runbooks(tmp_path: Path, ru
     assert [str(p) for p in library.problems if target.name in p.file] == []
     done = runbook_cli("lint", str(target), str(ROOT / "runbooks"))
     assert target.name not in done.stdout + done.stderr
+    # Alone, it is linted inside the library on the search path, so the names resolve too.
     alone = runbook_cli("lint", str(target))
-    assert alone.returncode == 2 and "no runbook named 'ddp-errors'" in alone.stdout + alone.stderr
+    assert (alone.returncode, alone.stdout) == (0, ""), alone.stdout
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -67,14 +67,23 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 def _build(loader: yaml.SafeLoader, node: yaml.Node, path: DocPath, pos: Positions) -> Any:
     pos.values[path] = _mark(node)
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
+        own = {id(k) for k, _ in node.value}
+        loader.flatten_mapping(node)  # `<<: *base` pairs first, then the mapping's own
         out: dict[Any, Any] = {}
+        merged: set[Any] = set()
         for key_node, value_node in node.value:
             key = _construct(loader, key_node)
             key = key if isinstance(key, (str, int)) else str(key)
             child = (*path, key)
-            if key in out:
+            from_merge = id(key_node) not in own
+            # A key of the mapping's own overrides one merged in (YAML's merge key); twice in
+            # the mapping's own keys is an error.
+            if key in out and not from_merge and key not in merged:
                 raise DuplicateKeyError(str(key), *_mark(key_node), child)
+            if from_merge:
+                merged.add(key)
+            else:
+                merged.discard(key)
             pos.keys[child] = _mark(key_node)
             out[key] = _build(loader, value_node, child, pos)
         return out

@@ -113,6 +113,18 @@ def load_library(paths: Iterable[Path] | None = None, store: Store | None = None
     return assemble(results)
 
 
+def load_in_context(paths: Iterable[Path]) -> tuple[Library, set[str]]:
+    """The runbook files under `paths` loaded with the rest of the search path, so that their
+    references to other runbooks resolve as they will in the library (`runbook lint FILE`,
+    `runbook test FILE`). The given files come first and keep their ids; the second value is
+    the set of given files, whose problems and cases the caller reports."""
+    given = runbook_files(paths)
+    seen = {p.resolve() for p in given}
+    rest = [f for f in runbook_files(search_path()) if f.resolve() not in seen]
+    library = assemble(load_sources(read_sources(given + rest), Store()))
+    return library, {str(p) for p in given}
+
+
 def assemble(results: Iterable[LoadResult]) -> Library:
     """A library of loaded files, in search-path order: the first file of an id wins."""
     library = Library()

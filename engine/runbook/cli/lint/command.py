@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from runbook.i18n.translations import kb_problems
     from runbook.library.coverage import taxonomy_coverage
     from runbook.library.kb import check_links, kb_dirs, load_kb
-    from runbook.library.runbooks import load_library, runbook_files, search_path
+    from runbook.library.runbooks import load_in_context, load_library, runbook_files, search_path
     from runbook.versions.changes import runbook_changes
     from runbook.versions.gitrev import GitRevError, Revision
 
@@ -43,12 +43,14 @@ def run(args: argparse.Namespace) -> int:
     kb_paths = [p for p in paths if is_kb_dir(p)] if paths else kb_dirs()
     rb_paths = [p for p in paths if not is_kb_dir(p)] if paths else search_path()
     files = runbook_files(rb_paths)
-    # Linting only articles still checks their links against the runbooks on the search path.
-    library = load_library(rb_paths or search_path())
+    linted = {str(f) for f in files}
+    # Given files are linted with the rest of the library around them (their references to
+    # other runbooks resolve); only their own problems are reported. Linting only articles
+    # still checks their links against the runbooks on the search path.
+    library = load_in_context(rb_paths)[0] if rb_paths else load_library(search_path())
     kb = load_kb(kb_paths or kb_dirs())
     links = check_links(kb, {r.id: r for r in library.runbooks()})
-    linted = {str(f) for f in files}
-    problems = (list(library.problems) if rb_paths else []) + (list(kb.problems) if kb_paths else [])
+    problems = [p for p in library.problems if p.file in linted] + (list(kb.problems) if kb_paths else [])
     problems += [p for p in links if p.file in linted or kb_paths and p.file not in
                  {r.path for r in library.runbooks()}]
     if not paths:

@@ -27,15 +27,19 @@ UI: dict[str, dict[str, Any]] = {
 
 
 def run(args: argparse.Namespace) -> int:
-    from runbook.library.runbooks import load_library, search_path
+    from runbook.library.runbooks import load_in_context, search_path
 
     ui = UI[args.lang]
     if args.accept and not args.replay:
         print(ui["accept_alone"], file=sys.stderr)
         return 2
-    library = load_library([Path(p) for p in args.paths] or search_path())
-    if any(p.severity == "error" for p in library.problems):
-        for problem in library.problems:
+    # The given runbooks are tested inside the whole library: a case may walk into another
+    # runbook, and a reference to one resolves.
+    library, chosen = load_in_context([Path(p) for p in args.paths] or search_path())
+    args.chosen = chosen
+    own = [p for p in library.problems if p.file in chosen]
+    if any(p.severity == "error" for p in own):
+        for problem in own:
             print(problem, file=sys.stderr)
         print(ui["lint"], file=sys.stderr)
         return 2
@@ -51,10 +55,11 @@ def _run_tests(library: Any, args: argparse.Namespace) -> int:
     from runbook.testing.coverage import coverage, union
 
     ui = UI[args.lang]
-    results = _all_cases(library, ui)
+    results = _all_cases(library, ui, args.chosen)
     reach = union(r.reach for r in results if r.ok)
     report = [{"runbook": r.runbook, "case": r.name, "failures": r.failures} for r in results]
-    measured = [coverage(rb, reach) for rb in sorted(library.runbooks(), key=lambda rb: rb.path)]
+    measured = [coverage(rb, reach) for rb in sorted(library.runbooks(), key=lambda rb: rb.path)
+                if rb.path in args.chosen]
     for cov in measured:
         if cov.unreached_conclusions:
             report.append({"runbook": cov.runbook, "case": "(coverage)",
@@ -74,8 +79,9 @@ def _run_tests(library: Any, args: argparse.Namespace) -> int:
     return 1 if failed or incomplete else 0
 
 
-def _all_cases(library: Any, ui: dict[str, Any]) -> list[Any]:
-    """Every case of every test file, then every recording beside the runbooks no case names."""
+def _all_cases(library: Any, ui: dict[str, Any], chosen: set[str]) -> list[Any]:
+    """Every case of the chosen runbooks' test files, then every recording of theirs that no
+    case names."""
     from runbook.testing.runner import (
         CaseResult,
         find_recordings,
@@ -87,6 +93,8 @@ def _all_cases(library: Any, ui: dict[str, Any]) -> list[Any]:
     results: list[CaseResult] = []
     named: set[Path] = set()
     for loaded in sorted(library.by_id.values(), key=lambda r: r.path):
+        if loaded.path not in chosen:
+            continue
         rid = loaded.runbook.id
         test_file = tests_file_for(loaded.path)
         if not test_file.exists():
@@ -96,10 +104,11 @@ def _all_cases(library: Any, ui: dict[str, Any]) -> list[Any]:
         _, cases = run_test_file(test_file, library)
         results.extend(_with_runbook(c, rid) for c in cases)
         named |= {c.recording for c in cases if c.recording}
+    ids = {r.runbook.id for r in library.by_id.values() if r.path in chosen}
     for file in find_recordings(library):
         if file.resolve() not in named:
             result = run_recording(file, library)
-            results.extend([result] if result is not None else [])
+            results.extend([result] if result is not None and result.runbook in ids else [])
     return results
 
 
