@@ -7,7 +7,8 @@ BIN    := $(VENV)/bin
 
 # System packages (sshd for the test cluster), then a virtual environment with the package
 # (editable), the test tools, and the optional extras the tests drive for real: Ray, torch
-# (pinned: the CPU build), py-spy, pyarrow and the MCP SDK. The engine itself needs none of them.
+# (pinned: the CPU build), py-spy, pyarrow, the MCP SDK and DeepSpeed. The engine itself needs none
+# of them.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml scripts/system-packages.sh
@@ -16,6 +17,10 @@ $(VENV)/.installed: pyproject.toml scripts/system-packages.sh
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev,ray,torch,stack,data,site,bench,mcp]'
+	# DeepSpeed (the `deepspeed` extra; scenario batch_size_mismatch): its source build imports
+	# the torch above, so no build isolation, and no compiled ops (DeepSpeed builds them on use).
+	$(BIN)/pip install --quiet wheel
+	DS_BUILD_OPS=0 $(BIN)/pip install --quiet --no-build-isolation 'deepspeed==0.19.8'
 	touch $@
 
 # Start real faulty training jobs from scenarios/, diagnose each with `runbook run`, clean up.

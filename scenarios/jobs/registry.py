@@ -418,6 +418,27 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         requires=("torch",),
         conclusion="slow-training:recompiles",
     ),
+    "batch_size_mismatch": ScenarioSpec(
+        name="batch_size_mismatch",
+        script="batch_size_mismatch/train.py",
+        description={
+            "en": "A DeepSpeed job written for 8 GPUs (ds_config.json: train_batch_size 16, micro batch "
+                  "2, accumulation 1) started with real torchrun on 3 ranks (gloo, CPU): every rank's "
+                  "deepspeed.initialize fails with DeepSpeed's own 'train_batch_size is not equal to "
+                  "micro_batch_per_gpu * gradient_acc_step * world_size 16 != 2 * 1 * 3'; torchrun "
+                  "reports the failed ranks and the job exits 1. Needs torch and deepspeed.",
+            "zh": "一个按 8 张 GPU 编写的 DeepSpeed 作业（ds_config.json：train_batch_size 16、"
+                  "micro batch 2、梯度累积 1），用真实的 torchrun 以 3 个 rank（gloo，CPU）启动："
+                  "每个 rank 的 deepspeed.initialize 都因 DeepSpeed 自己的断言 "
+                  "'train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * "
+                  "world_size 16 != 2 * 1 * 3' 失败；torchrun "
+                  "报告失败的 rank，作业以 1 退出。需要 torch 和 deepspeed。",
+        },
+        taxonomy="launch.world-size",
+        severity="critical",
+        requires=("torch", "deepspeed"),
+        conclusion="ddp-errors:batch-size-mismatch",
+    ),
     "stale_extension_lock": ScenarioSpec(
         name="stale_extension_lock",
         script="stale_extension_lock/train.py",
