@@ -165,6 +165,9 @@
       keywords: data.errors.keywords, exception: anchored(data.errors.exception),
       error: regex(data.errors.error), notError: regex(data.errors.not_error)
     };
+    this.lineRank = regex(data.line_rank);
+    this.identity = regex(data.spread.identity);
+    this.facts = data.spread.facts.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
     this.signatures = [];
     this.broken = [];
     for (var j = 0; j < data.signatures.length; j++) {
@@ -272,7 +275,52 @@
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
-    return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape };
+    return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
+             differences: this.differences(lines) };
+  };
+
+  // spread.Spread: who writes a line (NCCL's host prefix, else the rank a launcher's prefix names)
+  Engine.prototype.who = function (raw) {
+    var host = this.identity.exec(raw.slice(0, 240));
+    if (host) return host[1];
+    var rank = this.lineRank.exec(raw.slice(0, 200));
+    if (!rank) return null;
+    for (var g = 1; g < rank.length; g++) if (rank[g] !== undefined) return "rank " + parseInt(rank[g], 10);
+    return null;
+  };
+
+  // spread.Spread.differences: the versions and NCCL settings stated with more than one value
+  Engine.prototype.differences = function (lines) {
+    var rules = this.data.spread, facts = [], byFact = {};
+    for (var i = 0; i < lines.length; i++) {
+      var text = lines[i].text, lowered = text.toLowerCase();
+      for (var f = 0; f < this.facts.length; f++) {
+        var spec = this.facts[f].spec;
+        if (lowered.indexOf(spec.needle) < 0) continue;
+        var found = this.facts[f].re.exec(text);
+        if (!found) continue;
+        var who = this.who(lines[i].raw);
+        if (who === null) break;
+        var groups = found.slice(1);
+        var name = groups.length === 2 ? groups[0] : spec.fact;
+        var value = groups.length === 2 ? groups[1] : groups.length === 1 ? groups[0] : spec.value;
+        if (!byFact[name]) { byFact[name] = { fact: name, conclusion: spec.conclusion, values: [], byValue: {} }; facts.push(byFact[name]); }
+        var entry = byFact[name];
+        entry.conclusion = spec.conclusion;
+        if (!entry.byValue[value]) {
+          entry.byValue[value] = { value: value, who: [], first: "line " + lines[i].no,
+                                   line: Array.from(text).slice(0, rules.text_max).join("") };
+          entry.values.push(entry.byValue[value]);
+        }
+        if (entry.byValue[value].who.indexOf(who) < 0) entry.byValue[value].who.push(who);
+      }
+    }
+    return facts.filter(function (e) { return e.values.length > 1; }).map(function (e) {
+      return { fact: e.fact, conclusion: e.conclusion, values: e.values.map(function (v) {
+        return { value: v.value, who: v.who.slice(0, rules.max_shown),
+                 more: Math.max(0, v.who.length - rules.max_shown), first: v.first, line: v.line };
+      }) };
+    });
   };
 
   // advice.shape_of: the first shape of the exported rules that holds on the excerpt's tail
@@ -387,8 +435,35 @@
     if (result.verdict === "cause" || result.verdict === "knock-on") this.showMatches(result);
     else if (result.verdict === "unknown") this.showUnknown(result.errorLine);
     else this.say("no-error", this.ui.triage_no_error);
+    if (result.differences.length) this.showDifferences(result.differences);
     if (result.shape) this.showAdvice(result.shape);
     return result;
+  };
+
+  // What differs across hosts or ranks (spread.py), with the conclusion it points to
+  Page.prototype.showDifferences = function (differences) {
+    var ui = this.ui, box = element("div", "triage-differences");
+    box.appendChild(element("p", "triage-differs-title", ui.triage_differs));
+    var list = element("ul");
+    differences.forEach(function (diff) {
+      var item = element("li");
+      item.setAttribute("data-fact", diff.fact);
+      item.appendChild(element("strong", null, diff.fact + ": "));
+      item.appendChild(document.createTextNode(diff.values.map(function (v) {
+        return v.value + " " + ui.triage_differs_on + " " + v.who.join(", ") + (v.more ? " (+" + v.more + ")" : "");
+      }).join("; ")));
+      var info = this.engine.data.conclusions[diff.conclusion];
+      if (info) {
+        var means = element("p", "triage-differs-means", ui.triage_differs_means + " ");
+        var link = element("a", null, info.title[this.lang] || info.title.en);
+        link.href = this.root + info.url[this.lang];
+        means.appendChild(link);
+        item.appendChild(means);
+      }
+      list.appendChild(item);
+    }, this);
+    box.appendChild(list);
+    this.status.appendChild(box);
   };
 
   // What the excerpt lacks and what to collect next (advice_rules.py, applied as the CLI does)

@@ -335,6 +335,36 @@ def test_advice_in_both_languages(browser, site: Path) -> None:
     assert shape == shape_of(dump, "no-error") == "stack-dump"
 
 
+def test_page_names_what_differs_across_hosts_like_runbook_triage(browser, site: Path, library_and_kb,
+                                                                     tmp_path: Path) -> None:
+    """The same facts, values and hosts as the CLI's `differences` (spread.py), and the box that
+    says them with a link to the conclusion they point to."""
+    mixed = tmp_path / "ranks.log"
+    mixed.write_text("[1,0]<stdout>:NCCL version 2.4.2+cuda10.0\n[1,4]<stdout>:NCCL version 2.5.6+cuda10.1\n"
+                     "gpu6:1:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1\n"
+                     "gpu7:3:4 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0\n"
+                     "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    real = ROOT / "tests" / "data" / "triage-corpus" / "nccl" / "1634-net-plugin-on-part-of-hosts.log"
+    for path in (real, mixed):
+        expected = [{**d, "values": [{k: v for k, v in value.items() if k != "first"}  # a file:line
+                                     for value in d["values"]]}
+                    for d in python_triage(library_and_kb, path).differences]
+        assert expected
+        shown = page_triage(browser, site, "en", log_text(path))
+        got = browser.execute_script(
+            "return window.runbookTriage.engine.triage(arguments[0]).differences.map(function (d) {"
+            " return {fact: d.fact, conclusion: d.conclusion, values: d.values.map(function (v) {"
+            " return {value: v.value, who: v.who, more: v.more, line: v.line}; })}; });", log_text(path))
+        assert got == expected, path.name
+        box = browser.find_element(By.CSS_SELECTOR, "#triage-status .triage-differences")
+        assert "Differs across hosts/ranks:" in box.text
+        for diff in expected:
+            assert any(f"{v['value']} on {', '.join(v['who'])}" in box.text for v in diff["values"]), box.text
+        links = [a.get_attribute("href") for a in box.find_elements(By.TAG_NAME, "a")]
+        assert links and all("nccl-errors" in href for href in links), links
+    assert shown["matches"]  # the mixed paste's CUDA error is still ranked as before
+
+
 def test_page_makes_no_network_request(browser, site: Path) -> None:
     browser.get_log("performance")  # drain
     browser.get("about:blank")

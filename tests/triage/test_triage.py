@@ -345,7 +345,8 @@ def test_json_shape(runbook_cli) -> None:  # type: ignore[no-untyped-def]
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert set(report) == {"schema", "source", "sources", "lines", "notes", "verdict", "summary", "matches",
-                           "advice"}
+                           "advice", "differences"}
+    assert report["differences"] == []  # one job's ranks that agree
     assert report["notes"] == []  # an ordinary text log: nothing to say about its shape
     assert report["schema"] == "runbook-triage/v1" and report["source"] == str(log)
     assert report["sources"] == [{"file": str(log), "host": None, "rank": None}]

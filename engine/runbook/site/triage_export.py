@@ -23,7 +23,7 @@ from typing import Any
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
-from runbook.triage import errorlines, lognorm, sources
+from runbook.triage import errorlines, lognorm, sources, spread
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
 from runbook.triage.scan import TEXT_MAX
@@ -46,6 +46,11 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                 continue  # the page names failures; a signature that names none is the CLI's guess
             signatures.append(_signature(rb, signature))
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
+    by_id = {rb.id: rb for rb in runbooks}
+    for fact in spread.FACTS:  # what a difference across hosts means: linked from the page
+        rid, _, cid = fact["conclusion"].partition(":")
+        if rid in by_id and cid in by_id[rid].conclusions:
+            conclusions.setdefault(fact["conclusion"], _conclusion(by_id[rid], cid))
     return {
         "schema": SCHEMA, "max_taxonomy": MAX_TAXONOMY, "text_max": TEXT_MAX, "ranking": RANKING,
         "advice": ADVICE,
@@ -55,6 +60,10 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
         "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
                    "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS)},
         "time": _js(sources.TIMESTAMP),
+        "line_rank": _js(sources.LINE_RANK),
+        "spread": {"identity": _js(spread.IDENTITY_RE), "max_shown": spread.MAX_SHOWN,
+                   "text_max": spread.TEXT_MAX,
+                   "facts": [{**fact, "regex": _js(re.compile(fact["pattern"]))} for fact in spread.FACTS]},
         "signatures": signatures,
         "conclusions": conclusions,
     }

@@ -31,6 +31,7 @@ from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
+from runbook.triage.spread import describe
 from runbook.triage.verdict import KNOCK_ON, Match
 
 SCHEMA = "runbook-triage/v1"
@@ -47,10 +48,13 @@ class TriageResult:
     verdict: str
     notes: list[str] = field(default_factory=list)
     advice: Advice | None = None  # when the verdict names no cause
+    differences: list[dict[str, Any]] = field(default_factory=list)  # spread.py: across hosts/ranks
 
     def summary(self, lang: str = "en") -> str:
         """One or two sentences for a person: what failed, where, and what followed."""
         zh = lang == "zh"
+        if self.verdict == "no-error" and self.differences:
+            return ("日志中没有错误行；" if zh else "no error line; ") + describe(self.differences, lang)
         if self.verdict == "no-error":
             return ("日志中没有错误行，也没有匹配任何特征" if zh
                     else "no error found: no line reads as an error and no signature matches")
@@ -77,7 +81,8 @@ class TriageResult:
                 "sources": [{"file": s.path, "host": s.host, "rank": s.rank} for s in self.sources],
                 "lines": self.lines, "verdict": self.verdict, "summary": self.summary(lang),
                 "notes": self.notes, "matches": [m.to_json(lang) for m in self.matches],
-                "advice": self.advice.to_json(lang) if self.advice else None}
+                "advice": self.advice.to_json(lang) if self.advice else None,
+                "differences": self.differences}
 
 
 # How a source's lines are read: given its shape to fill, a context manager giving the lines.
@@ -103,6 +108,7 @@ def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Sour
             on_warning: Any) -> TriageResult:
     scanner = Triage(library, on_warning)
     notes: list[str] = []
+    scanner.spread.sources = len(readers)  # with several files, a file names who wrote a line
     for source, read in readers:
         shape = LogShape()
         scanner.start(source)
@@ -126,7 +132,8 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     if verdict == "no-error":
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
-    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice)
+    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice,
+                        scanner.spread.differences())
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

@@ -30,6 +30,7 @@ from runbook.triage.regexinfo import Needs, digit_uniform, mask_digits, may_matc
 from runbook.triage.resolver import PatternKey, log_patterns
 from runbook.triage.score import is_generic, kept_lines, specificity
 from runbook.triage.sources import Source, line_rank, line_time
+from runbook.triage.spread import Spread, may_state_facts
 from runbook.triage.verdict import Match, rank
 
 BLOCK_LINES = 4096
@@ -149,6 +150,7 @@ class Triage:
         self.counts: dict[PatternKey, int] = {}
         self.errors = ErrorLines()
         self.tail: deque[str] = deque(maxlen=ADVICE["tail_lines"])  # what advice.py reads
+        self.spread = Spread()  # versions and settings per host or rank, compared at the end
         self._source = STDIN
         self._compile()
 
@@ -212,6 +214,9 @@ class Triage:
         block = _Block.of(texts)
         self.tail.extend(block.lines[-ADVICE["tail_lines"]:])
         self._see_errors(numbers, texts, block)
+        if may_state_facts(block.lowered):
+            for number, raw, line in zip(numbers, texts, block.lines, strict=True):
+                self.spread.see(raw, line, self._source, number)
         for pattern in self._patterns.values():
             if not may_match(pattern.needs, block.lowered):
                 continue

@@ -20,7 +20,7 @@ GENERIC_FOLDERS = frozenset({"", "log", "logs", "output", "outputs", "out", "run
                              "triage", "results", "stdout", "stderr", "slurm"})
 MAX_FILES = 10_000  # in one directory tree: a mistyped `/` should not read the whole disk
 
-_LINE_RANK = re.compile(
+LINE_RANK = re.compile(
     r"\[(?:rank|default|Rank) ?(\d+)\]:|\[\d+,(\d+)\]<std|^\s*(\d{1,5}): |\b[Rr]ank[ _:]?(\d+)\b")
 _FILE_RANK = re.compile(r"(?:rank|local_rank|proc|worker|task|gpu)[_.\-]?(\d+)", re.IGNORECASE)
 TIMESTAMP = re.compile(
@@ -91,7 +91,7 @@ def _source(path: Path, root: Path | None) -> Source:
 
 def line_rank(raw: str) -> int | None:
     """The rank a line's launcher prefix names, if any."""
-    found = _LINE_RANK.search(raw[:200])
+    found = LINE_RANK.search(raw[:200])
     if not found:
         return None
     return int(next(g for g in found.groups() if g is not None))

@@ -55,6 +55,11 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
         runbook = library.get(match.runbook) if match.runbook else None  # type: ignore[attr-defined]
         print()
         _print_match(rank, match, lang, runbook, many_files=len(result.sources) > 1)
+    if result.differences and result.verdict != "no-error":  # no-error: the summary says it
+        from runbook.triage.spread import describe
+
+        print()
+        print(describe(result.differences, lang))
     if result.advice is not None:
         print_advice(result.advice, lang)
     for note in result.notes:
