@@ -478,5 +478,21 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         conclusion="cuda-oom:gpu-held-by-other-process",
         bystander="oom_other_process/stale_notebook.py",
     ),
+    "thread_limit": ScenarioSpec(
+        name="thread_limit",
+        script="thread_limit/train.py",
+        description={
+            "en": "A data job under a real limit on tasks (as root: pids.max 64 in a pids cgroup of its "
+                  "own, else RLIMIT_NPROC as the user nobody; as a user: RLIMIT_NPROC) starts a reader "
+                  "thread per shard until CPython raises \"RuntimeError: can't start new thread\"; the "
+                  "main thread ends and the process stays, holding its 64 threads. Standard library only.",
+            "zh": "一个处于真实任务数限制下的数据作业（root 时：在自己的 pids cgroup 中设 pids.max 为 64，"
+                  "否则以 nobody 用户设 RLIMIT_NPROC；普通用户：RLIMIT_NPROC）为每个分片启动一个读取线程，"
+                  "直到 CPython 抛出 \"RuntimeError: can't start new thread\"；主线程结束，进程仍在，"
+                  "占着它的 64 个线程。只用标准库。",
+        },
+        taxonomy="launch.environment",
+        conclusion="host-faults:thread-limit",
+    ),
     # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }

@@ -39,6 +39,7 @@ REQUESTS = {
     "nccl": {"pid": 1},
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
     "pcie": {},
+    "limits": {"pid": 1},
 }
 
 
