@@ -39,6 +39,7 @@ REQUESTS = {
     "nccl": {"pid": 1},
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
     "pcie": {},
+    "known_issues": {"nccl_version": "2.25.1", "import_torch": False},
 }
 
 
