@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -169,3 +170,21 @@ def test_the_table_ships_in_the_probe_bundle(tmp_path: Path) -> None:
     result = json.loads(done.stdout)["result"]
     assert result["table_rows"] == len(_regressions.load())
     assert result["matched_ids"] == ["nccl-2.25.1-comm-abort-hang"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed here")
+def test_a_live_process_gives_its_torch_version_from_the_libtorch_it_maps(
+        make_ctx: Callable[..., CheckContext]) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time, torch; print(torch.__version__, flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        imported = proc.stdout.readline().strip() if proc.stdout else ""  # torch is mapped once it prints
+        result = known_issues.run({"pid": proc.pid, "import_torch": False}, make_ctx(20))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert imported and result["pid"] == proc.pid
+    assert result["torch_version"] == imported
+    assert result["version_sources"]["torch"] == "maps"
+    assert result["available"] is True and result["matches"] == []  # no row names this release
