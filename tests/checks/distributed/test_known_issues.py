@@ -120,8 +120,9 @@ def test_the_check_matches_a_log_and_the_version_it_printed(
         tmp_path: Path, make_ctx: Callable[..., CheckContext]) -> None:
     log = tmp_path / "train.log"
     log.write_text("NCCL version 2.25.1+cuda12.4\n" + "\n".join(ABORT_THEN_HEARTBEAT) + "\n")
-    result = known_issues.run({"log": str(log), "nccl_version": "2.25.1", "torch": "2.3.0+cu121",
-                               "import_torch": False}, make_ctx(20))
+    # `match` names no process: the test must not pick up another torch process on this machine
+    result = known_issues.run({"log": str(log), "match": "no-such-job-[x]yz", "nccl_version": "2.25.1",
+                               "torch": "2.3.0+cu121", "import_torch": False}, make_ctx(20))
     assert result["available"] is True, result["reason"]
     assert result["log"] == str(log)
     assert result["torch_version"] == "2.3.0+cu121" and result["nccl_versions"] == ["2.25.1"]
@@ -135,8 +136,8 @@ def test_unaffected_versions_and_a_plain_heartbeat_match_nothing(
         tmp_path: Path, make_ctx: Callable[..., CheckContext]) -> None:
     log = tmp_path / "train.log"
     log.write_text("\n".join(HEARTBEAT_ONLY) + "\n")
-    result = known_issues.run({"log": str(log), "nccl_version": "2.21.5", "torch": "2.5.1",
-                               "import_torch": False}, make_ctx(20))
+    result = known_issues.run({"log": str(log), "match": "no-such-job-[x]yz", "nccl_version": "2.21.5",
+                               "torch": "2.5.1", "import_torch": False}, make_ctx(20))
     assert result["available"] is True
     assert result["matches"] == [] and result["watchdog"] is None and result["matched_kinds"] == []
 
