@@ -130,6 +130,7 @@ def test_the_check_matches_a_log_and_the_version_it_printed(
     assert result["matched_ids"] == ["torch-heartbeat-kills-during-abort", "nccl-2.25.1-comm-abort-hang"]
     assert result["matched_kinds"] == ["watchdog", "abort-hang"]
     assert result["watchdog"]["sources"][0] == "https://github.com/pytorch/pytorch/pull/128751"
+    assert result["abort_hang"]["fixed_in"] == "2.26.2"
 
 
 def test_unaffected_versions_and_a_plain_heartbeat_match_nothing(
@@ -139,7 +140,8 @@ def test_unaffected_versions_and_a_plain_heartbeat_match_nothing(
     result = known_issues.run({"log": str(log), "match": "no-such-job-[x]yz", "nccl_version": "2.21.5",
                                "torch": "2.5.1", "import_torch": False}, make_ctx(20))
     assert result["available"] is True
-    assert result["matches"] == [] and result["watchdog"] is None and result["matched_kinds"] == []
+    assert result["matches"] == [] and result["matched_kinds"] == []
+    assert result["watchdog"] is None and result["abort_hang"] is None
 
 
 def test_nothing_to_match_is_a_reason(make_ctx: Callable[..., CheckContext]) -> None:

@@ -73,6 +73,8 @@ RESULT_FIELDS = {
                       "zh": "匹配项的类别（watchdog、abort-hang），去重"},
     "watchdog": {"type": "object", "en": "The first match of kind watchdog (null when none)",
                  "zh": "第一个 watchdog 类匹配项（没有时为 null）"},
+    "abort_hang": {"type": "object", "en": "The first match of kind abort-hang (null when none)",
+                   "zh": "第一个 abort-hang 类匹配项（没有时为 null）"},
 }
 DEFAULT_TIMEOUT = 40.0
 
@@ -112,9 +114,10 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
                 "reason": setup.get("reason") or "no torch or NCCL version and no log to match"}
     matches = _regressions.match(rows, versions, lines)
     kinds = list(dict.fromkeys(m["kind"] for m in matches))
-    watchdog = next((m for m in matches if m["kind"] == "watchdog"), None)
+    first = {kind: next((m for m in matches if m["kind"] == kind), None) for kind in _regressions.KINDS}
     return {**result, "available": True, "reason": None, "matches": matches,
-            "matched_ids": [m["id"] for m in matches], "matched_kinds": kinds, "watchdog": watchdog}
+            "matched_ids": [m["id"] for m in matches], "matched_kinds": kinds,
+            "watchdog": first["watchdog"], "abort_hang": first["abort-hang"]}
 
 
 def _text(value: Any) -> str:
