@@ -59,6 +59,8 @@ def test_the_wheel_holds_the_library_the_articles_and_the_theme(installed: Path)
     assert (shipped / "kb" / "port-in-use" / "zh.md").is_file()
     assert (shipped / "site" / "templates" / "base.html").is_file()
     assert not list(installed.rglob("__pycache__"))
+    # data a check reads on the node ships beside it (the probe bundle is built from the package)
+    assert (installed / "runbook" / "checks" / "distributed" / "known_regressions.json").is_file()
 
 
 def test_an_installed_runbook_finds_its_library_outside_any_clone(installed: Path, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ REQUESTS = {
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
     "pcie": {},
     "limits": {"pid": 1},
+    "known_issues": {"nccl_version": "2.25.1", "import_torch": False},
 }
 
 

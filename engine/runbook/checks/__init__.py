@@ -41,6 +41,7 @@ CHECK_TYPES: dict[str, str] = {
     "flight_recorder": "runbook.checks.distributed.flight_recorder",
     "pcie": "runbook.checks.host.pcie",
     "limits": "runbook.checks.host.limits",
+    "known_issues": "runbook.checks.distributed.known_issues",
 }
 
 

@@ -22,7 +22,9 @@ def _sources() -> list[tuple[str, bytes]]:
     """Every module of `probe/` and `checks/`, subpackages included, in sorted path order."""
     files = [("runbook/__init__.py", (_PACKAGE_DIR / "__init__.py").read_bytes())]
     for sub in ("probe", "checks"):
-        names = sorted(p.relative_to(_PACKAGE_DIR).as_posix() for p in (_PACKAGE_DIR / sub).rglob("*.py"))
+        # .json: data a check reads on the node (the table of known regressions)
+        names = sorted(p.relative_to(_PACKAGE_DIR).as_posix() for pattern in ("*.py", "*.json")
+                       for p in (_PACKAGE_DIR / sub).rglob(pattern))
         files.extend((f"runbook/{name}", (_PACKAGE_DIR / name).read_bytes()) for name in names)
     files.append(("__main__.py", _MAIN.encode()))
     return files
