@@ -39,6 +39,9 @@ REQUESTS = {
     "nccl": {"pid": 1},
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
     "pcie": {},
+    "cuda_libs": {"error": "libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, "
+                           "version libnvJitLink.so.12"},
+    "gpu_arch": {"min_cc": 8.0},
 }
 
 

@@ -40,6 +40,8 @@ CHECK_TYPES: dict[str, str] = {
     "nccl": "runbook.checks.distributed.nccl",
     "flight_recorder": "runbook.checks.distributed.flight_recorder",
     "pcie": "runbook.checks.host.pcie",
+    "cuda_libs": "runbook.checks.gpu.cuda_libs",
+    "gpu_arch": "runbook.checks.gpu.gpu_arch",
 }
 
 
