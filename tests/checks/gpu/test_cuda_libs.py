@@ -122,7 +122,8 @@ def test_a_real_process_maps_the_old_copy(layout: dict[str, Path], make_ctx) -> 
         assert result["pid"] == proc.pid
         assert result["ld_library_path"] == [str(layout["old"].parent)]  # the process's, not ours
         assert result["outside"] == [str(layout["old"])]
-        assert result["loaded"]["source"] == "mapped" and result["lacking"] == str(layout["old"])
+        assert result["loaded"]["mapped"] and result["loaded"]["source"] == "LD_LIBRARY_PATH"
+        assert result["lacking"] == str(layout["old"])
         assert result["provider"] == str(layout["wheel"])
     finally:
         proc.communicate("\n", timeout=10)

@@ -73,8 +73,8 @@ RESULT_FIELDS = {
                    "en": f"Every copy of the library in search order: {{{_CANDIDATE}}}",
                    "zh": f"按搜索顺序列出该库的每一份：{{{_CANDIDATE}}}"},
     "loaded": {"type": "object",
-               "en": "The copy the loader takes (a mapped copy when the process lives), or null",
-               "zh": "动态加载器实际使用的那一份（进程存活时为其映射的那份），或 null"},
+               "en": "The copy the loader takes (the one a live process maps: mapped true), or null",
+               "zh": "动态加载器实际使用的那一份（进程存活时为其映射的那份：mapped 为 true），或 null"},
     "lacking": {"type": "string",
                 "en": "The path of the loaded copy when it does not define the symbol, else null",
                 "zh": "实际加载的那份未定义该符号时为其路径，否则为 null"},
@@ -210,9 +210,10 @@ def verdict(cands: list[dict[str, Any]], mapped: list[str], library: str | None)
     base = (library or "").split(".so")[0]
     for path in mapped:
         if base and os.path.basename(path).split(".so")[0] == base:
-            loaded = next((c for c in cands if os.path.realpath(c["path"]) == os.path.realpath(path)),
-                          {"path": path, "source": "mapped", "defines": None})
-            loaded = {**loaded, "source": "mapped"}
+            # The copy the process really took; its source stays where the loader found it.
+            found = next((c for c in cands if os.path.realpath(c["path"]) == os.path.realpath(path)),
+                         {"path": path, "source": "mapped", "defines": None})
+            loaded = {**found, "mapped": True}
             break
     provider = next((c["path"] for c in cands if c["defines"] and c["source"] == "wheel"), None) or \
         next((c["path"] for c in cands if c["defines"]), None)
