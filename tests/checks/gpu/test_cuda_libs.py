@@ -36,6 +36,9 @@ def test_error_lines_name_symbol_library_and_who_needs_it() -> None:
     assert cuda_libs.parse_error(CANNOT_LOAD) == {"symbol": "cublasLtGetVersion", "library": "libcublasLt",
                                                   "needed_by": None}
     assert cuda_libs.parse_error("RuntimeError: CUDA out of memory")["symbol"] is None
+    cudnn = ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked "
+             "against (8, 0, 3)")  # pytorch/pytorch#80637
+    assert cuda_libs.parse_error(cudnn) == {"symbol": None, "library": "libcudnn", "needed_by": None}
 
 
 def test_wheels_dir_from_torch_relative_path() -> None:

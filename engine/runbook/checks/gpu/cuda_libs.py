@@ -34,7 +34,8 @@ PARAMS: dict[str, Any] = {
     "properties": {
         "error": {"type": "string", "default": "",
                   "description": "The error line (`undefined symbol: X, version libY.so.N`, `symbol X "
-                                 "version libY.so.N not defined in file ...`, `Cannot load symbol X`)"},
+                                 "version libY.so.N not defined in file ...`, `Cannot load symbol X`, "
+                                 "`cuDNN version incompatibility: ...`)"},
         "symbol": {"type": "string", "default": "", "description": "The symbol (else read from `error`)"},
         "library": {"type": "string", "default": "",
                     "description": "The library's file name, e.g. libnvJitLink.so.12 (else from `error`)"},
@@ -102,6 +103,8 @@ _UNDEFINED = re.compile(r"(\S+\.so[.0-9]*):\s*undefined symbol:\s*(\w+)(?:,\s*ve
 _NOT_DEFINED = re.compile(r"(?:(\S+\.so[.0-9]*):\s*)?symbol\s+(\w+),?\s+version\s+(lib\w+\.so\.\d+)\s+"
                           r"not defined in file\s+(\S+)")
 _CANNOT_LOAD = re.compile(r"Cannot load symbol\s+(\w+)")
+# torch's own check of the cuDNN it found (no symbol: the version differs).
+_CUDNN = re.compile(r"cuDNN version (?:incompatibility|mismatch): PyTorch was compiled\s+against")
 _SYSTEM_DIRS = ("/usr/local/cuda/lib64", "/usr/local/cuda/targets/*/lib", "/usr/lib/x86_64-linux-gnu",
                 "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib")
 _LIST_MAX = 40
@@ -119,6 +122,8 @@ def parse_error(line: str) -> dict[str, str | None]:
     m = _CANNOT_LOAD.search(line)
     if m:
         return {"symbol": m.group(1), "library": library_of(m.group(1)), "needed_by": None}
+    if _CUDNN.search(line):
+        return {"symbol": None, "library": "libcudnn", "needed_by": None}
     return {"symbol": None, "library": None, "needed_by": None}
 
 
