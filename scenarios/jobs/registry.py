@@ -494,5 +494,23 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="launch.environment",
         conclusion="host-faults:thread-limit",
     ),
+    "cuda_lib_missing_symbol": ScenarioSpec(
+        name="cuda_lib_missing_symbol",
+        script="cuda_lib_missing_symbol/train.py",
+        description={
+            "en": "A driver whose LD_LIBRARY_PATH names an \"older system CUDA\" loads its libcublasLt.so.12 "
+                  "(no cublasLtGetVersion) before the site-packages/nvidia wheel's, so the wheel's "
+                  "libcublas.so.12 fails: \"OSError: ...libcublas.so.12: undefined symbol: "
+                  "cublasLtGetVersion\"; the driver stays up with the old copy mapped. The libraries are "
+                  "stand-ins built with cc at start-up (needs a C compiler, no GPU, no torch).",
+            "zh": "一个驱动进程的 LD_LIBRARY_PATH 指向一个\"较旧的系统 CUDA\"，它先加载了其中的 "
+                  "libcublasLt.so.12（没有 cublasLtGetVersion），而不是 site-packages/nvidia wheel 中的那份，"
+                  "于是 wheel 的 libcublas.so.12 加载失败：\"OSError: ...libcublas.so.12: undefined symbol: "
+                  "cublasLtGetVersion\"；驱动进程继续运行，旧的那份仍被映射。这些库是启动时用 cc 编译的"
+                  "替身（需要 C 编译器，不需要 GPU 和 torch）。",
+        },
+        taxonomy="launch.environment",
+        conclusion="extension-errors:cuda-library-missing-symbol",
+    ),
     # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }

@@ -41,6 +41,9 @@ REQUESTS = {
     "pcie": {},
     "limits": {"pid": 1},
     "known_issues": {"nccl_version": "2.25.1", "import_torch": False},
+    "cuda_libs": {"error": "libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, "
+                           "version libnvJitLink.so.12"},
+    "gpu_arch": {"min_cc": 8.0},
 }
 
 

@@ -42,6 +42,8 @@ CHECK_TYPES: dict[str, str] = {
     "pcie": "runbook.checks.host.pcie",
     "limits": "runbook.checks.host.limits",
     "known_issues": "runbook.checks.distributed.known_issues",
+    "cuda_libs": "runbook.checks.gpu.cuda_libs",
+    "gpu_arch": "runbook.checks.gpu.gpu_arch",
 }
 
 
