@@ -39,6 +39,8 @@ REQUESTS = {
     "nccl": {"pid": 1},
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
     "pcie": {},
+    "checkpoint_writers": {"path": str(REPO / "tests/checks/data"),
+                           "logs": str(REPO / "tests/checks/data/*.csv")},
 }
 
 

@@ -40,6 +40,7 @@ CHECK_TYPES: dict[str, str] = {
     "nccl": "runbook.checks.distributed.nccl",
     "flight_recorder": "runbook.checks.distributed.flight_recorder",
     "pcie": "runbook.checks.host.pcie",
+    "checkpoint_writers": "runbook.checks.files.checkpoint_writers",
 }
 
 
