@@ -257,6 +257,26 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         requires=("torch",),
         conclusion="checkpoint-problems:prefix-mismatch",
     ),
+    "zero3_ungathered_save": ScenarioSpec(
+        name="zero3_ungathered_save",
+        script="zero3_ungathered_save/train.py",
+        description={
+            "en": "Two-rank torch.distributed (gloo, CPU) job that partitions its model the way ZeRO "
+                  "stage 3 does (each rank a shard, the module empty torch.Size([0]) placeholders), "
+                  "trains 5 steps with all_gather/all_reduce, writes its shards to "
+                  "out/checkpoint-5/global_step5/, then saves the final model with "
+                  "torch.save(model.state_dict()): placeholders. Loading it for evaluation dies of "
+                  "torch's \"copying a param with shape torch.Size([0]) from checkpoint\". Needs torch.",
+            "zh": "两个 rank 的 torch.distributed（gloo，CPU）任务：像 ZeRO stage 3 那样切分模型（每个 rank "
+                  "一个分片，模块里是空的 torch.Size([0]) 占位张量），用 all_gather/all_reduce 训练 5 步，"
+                  "把分片写入 out/checkpoint-5/global_step5/，再用 torch.save(model.state_dict()) 保存最终"
+                  "模型：保存的是占位张量。评估时加载它，因 torch 的 \"copying a param with shape "
+                  "torch.Size([0]) from checkpoint\" 而退出。需要 torch。",
+        },
+        taxonomy="checkpoint.not-gathered",
+        requires=("torch",),
+        conclusion="checkpoint-problems:zero3-not-gathered",
+    ),
     # One rank per host of a 4-rank gloo job (start each rank on its own host with RANK,
     # WORLD_SIZE=4, MASTER_ADDR/MASTER_PORT of rank 0's host): tests/e2e/test_cross_rank.py.
     "gloo_async_mismatch": ScenarioSpec(
