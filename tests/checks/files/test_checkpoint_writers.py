@@ -7,6 +7,7 @@ the shapes real trainers print (a `[rankN]:` prefix from torchrun, a `node1:` pr
 from __future__ import annotations
 
 import json
+import types
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,23 @@ def test_nothing_at_the_path(tmp_path: Path, make_ctx: Any) -> None:
     result = cw.run({"path": str(tmp_path / "nope" / "*.pt")}, make_ctx(5))
     assert not result["exists"] and result["reason"].startswith("nothing matches")
     assert result["shared"] == [] and result["truncated"] == []
+
+
+def test_a_long_log_stops_at_the_deadline(tmp_path: Path, make_ctx: Any) -> None:
+    log = tmp_path / "huge.log"
+    log.write_text("step 1 | loss 2.0\n" * 100_000)
+    ctx = make_ctx(5)
+    ctx.deadline = 0.0  # already past: the scan must give up at its first time check
+    shared, read, problems = cw.scan_logs([str(log)], ctx)
+    assert shared == [] and read == 0 and problems == ["out of time reading the logs"]
+
+
+def test_a_long_log_stops_mid_file(tmp_path: Path, make_ctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "huge.log"
+    log.write_text("step 1 | loss 2.0\n" * 50_000)
+    ctx = make_ctx(5)
+    ctx.deadline = 100.0
+    clock = iter([0.0] + [1e9] * 10)  # in time for the file, out of time at its 20000th line
+    monkeypatch.setattr(cw, "time", types.SimpleNamespace(monotonic=lambda: next(clock)))
+    shared, read, problems = cw.scan_logs([str(log)], ctx)
+    assert read == 1 and problems == [f"out of time in {log} at line 20000 of 50000"]
