@@ -122,3 +122,14 @@ def test_the_check_on_a_torch_file_of_placeholders(files: Path, make_ctx: Any) -
     assert result["zero_checkpoint"]["tag"] == "global_step3"
     full = checkpoint.run({"path": str(files / "full.bin")}, make_ctx(120))
     assert full["zero_size_count"] == 0 and full["tensors_scanned"] == 6
+
+
+def test_a_pickled_module_of_placeholders_counts_through_torch(tmp_path: Path, make_ctx: Any) -> None:
+    """A whole nn.Module pickled has no state dict in data.pkl: the worker's shapes count instead."""
+    net = model()
+    for param in net.parameters():
+        param.data = torch.empty(0)
+    torch.save({"model": net}, tmp_path / "module.pt")
+    assert _torch_pickle.zip_tensor_shapes(str(tmp_path / "module.pt")) == {}
+    result = checkpoint.run({"path": str(tmp_path / "module.pt"), "allow_pickle": True}, make_ctx(120))
+    assert result["loaded_with_pickle"] and result["zero_size_count"] == 6 and result["tensors_scanned"] == 6

@@ -207,7 +207,7 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
             ref_error = f"reference: {problem['reason']}"
     checkpoint = answer.get("checkpoint") or _local_view(local)
     result.update(_describe(plan, checkpoint, answer.get("torch_version")))
-    if stdlib_shapes is None:  # a legacy (non-zip) torch file: the shapes torch loaded
+    if not stdlib_shapes:  # a legacy (non-zip) file, or a pickled module: the shapes torch loaded
         result.update(_zero_layout.zero_size_fields(checkpoint["shapes"]))
     if reference is not None and checkpoint["shapes"]:
         ref = answer.get("reference") or {}
