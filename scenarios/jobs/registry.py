@@ -257,6 +257,47 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         requires=("torch",),
         conclusion="checkpoint-problems:prefix-mismatch",
     ),
+    "zero3_ungathered_save": ScenarioSpec(
+        name="zero3_ungathered_save",
+        script="zero3_ungathered_save/train.py",
+        description={
+            "en": "Two-rank torch.distributed (gloo, CPU) job that partitions its model the way ZeRO "
+                  "stage 3 does (each rank a shard, the module empty torch.Size([0]) placeholders), "
+                  "trains 5 steps with all_gather/all_reduce, writes its shards to "
+                  "out/checkpoint-5/global_step5/, then saves the final model with "
+                  "torch.save(model.state_dict()): placeholders. Loading it for evaluation dies of "
+                  "torch's \"copying a param with shape torch.Size([0]) from checkpoint\". Needs torch.",
+            "zh": "两个 rank 的 torch.distributed（gloo，CPU）任务：像 ZeRO stage 3 那样切分模型（每个 rank "
+                  "一个分片，模块里是空的 torch.Size([0]) 占位张量），用 all_gather/all_reduce 训练 5 步，"
+                  "把分片写入 out/checkpoint-5/global_step5/，再用 torch.save(model.state_dict()) 保存最终"
+                  "模型：保存的是占位张量。评估时加载它，因 torch 的 \"copying a param with shape "
+                  "torch.Size([0]) from checkpoint\" 而退出。需要 torch。",
+        },
+        taxonomy="checkpoint.not-gathered",
+        requires=("torch",),
+        conclusion="checkpoint-problems:zero3-not-gathered",
+    ),
+    "two_nodes_one_checkpoint": ScenarioSpec(
+        name="two_nodes_one_checkpoint",
+        script="two_nodes_one_checkpoint/train.py",
+        description={
+            "en": "Four-rank torch.distributed (gloo, CPU) job laid out as 2 nodes x 2 ranks over one "
+                  "directory that plays slow shared storage: the script saves when LOCAL_RANK == 0, so "
+                  "rank 0 (node 0) and rank 2 (node 1) both torch.save to ckpt/tmp.pt and os.replace it "
+                  "to ckpt/last.pt at once; the second rename dies of \"FileNotFoundError: [Errno 2] No "
+                  "such file or directory: 'ckpt/tmp.pt' -> 'ckpt/last.pt'\" and the launcher stops "
+                  "the other ranks. Needs torch.",
+            "zh": "按 2 个节点 x 2 个 rank 布局的四 rank torch.distributed（gloo，CPU）任务，共用一个模拟慢速"
+                  "共享存储的目录：脚本在 LOCAL_RANK == 0 时保存，于是 rank 0（节点 0）和 rank 2（节点 1）"
+                  "同时 torch.save 到 ckpt/tmp.pt 并 os.replace 为 ckpt/last.pt；第二次重命名因 "
+                  "\"FileNotFoundError: [Errno 2] No such file or directory: 'ckpt/tmp.pt' -> "
+                  "'ckpt/last.pt'\" 而失败，启动器随后停止其他 rank。需要 torch。",
+        },
+        taxonomy="checkpoint.concurrent-writers",
+        related=("checkpoint.incomplete-resume",),
+        requires=("torch",),
+        conclusion="checkpoint-problems:shared-path-writers",
+    ),
     # One rank per host of a 4-rank gloo job (start each rank on its own host with RANK,
     # WORLD_SIZE=4, MASTER_ADDR/MASTER_PORT of rank 0's host): tests/e2e/test_cross_rank.py.
     "gloo_async_mismatch": ScenarioSpec(

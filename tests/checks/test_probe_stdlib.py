@@ -44,6 +44,8 @@ REQUESTS = {
     "cuda_libs": {"error": "libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, "
                            "version libnvJitLink.so.12"},
     "gpu_arch": {"min_cc": 8.0},
+    "checkpoint_writers": {"path": str(REPO / "tests/checks/data"),
+                           "logs": str(REPO / "tests/checks/data/*.csv")},
 }
 
 

@@ -44,6 +44,7 @@ CHECK_TYPES: dict[str, str] = {
     "known_issues": "runbook.checks.distributed.known_issues",
     "cuda_libs": "runbook.checks.gpu.cuda_libs",
     "gpu_arch": "runbook.checks.gpu.gpu_arch",
+    "checkpoint_writers": "runbook.checks.files.checkpoint_writers",
 }
 
 

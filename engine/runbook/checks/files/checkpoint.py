@@ -18,7 +18,7 @@ from typing import Any
 
 from runbook.checks._subpython import run_worker
 from runbook.checks.base import CheckContext
-from runbook.checks.files import _checkpoint_worker
+from runbook.checks.files import _checkpoint_worker, _zero_layout
 
 NAME = "checkpoint"
 SUMMARY = {
@@ -122,6 +122,21 @@ RESULT_FIELDS = {
                   "zh": "前缀出现在哪一侧：checkpoint | reference"},
     "matches": {"type": "boolean", "en": "Keys and shapes equal the reference's (null without reference)",
                 "zh": "键和形状与参照完全一致（没有参照时为 null）"},
+    "tensors_scanned": {"type": "integer",
+                        "en": "Tensors whose shapes were read for zero_size_count (safetensors header or "
+                              "the torch zip's data.pkl opcodes, never unpickled; else torch's load)",
+                        "zh": "为统计 zero_size_count 读取了形状的张量数（safetensors 头，或 torch zip 中 "
+                              "data.pkl 的操作码，从不反序列化；否则用 torch 加载的结果）"},
+    "zero_size_count": {"type": "integer",
+                        "en": "Weight tensors with zero elements (torch.Size([0]): a ZeRO-3 placeholder "
+                              "saved without gathering)",
+                        "zh": "元素个数为 0 的权重张量数（torch.Size([0])：未聚合就保存的 ZeRO-3 占位张量）"},
+    "zero_size_keys": {"type": "array", "en": "The first 10 of those keys", "zh": "这些键中的前 10 个"},
+    "zero_checkpoint": {"type": "object",
+                        "en": "The newest DeepSpeed ZeRO folder near the checkpoint: {dir, tag, "
+                              "model_states, optim_states, zero_to_fp32} (null if none)",
+                        "zh": "检查点附近最新的 DeepSpeed ZeRO 目录：{dir, tag, model_states, "
+                              "optim_states, zero_to_fp32}（没有时为 null）"},
 }
 DEFAULT_TIMEOUT = 120.0
 
@@ -177,6 +192,10 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     if local.corrupt_error:
         return {**result, "corrupt": True, "load_error": local.corrupt_error,
                 "reason": f"corrupt: {local.corrupt_error}"}
+    # Read without torch, so a node without it still sees ZeRO-3's empty placeholders.
+    stdlib_shapes = _zero_layout.stdlib_shapes(plan.files, local.shapes)
+    result.update(_zero_layout.zero_size_fields(stdlib_shapes))
+    result["zero_checkpoint"] = _zero_layout.find_zero_folder(plan.target)
     reference, ref_shapes, ref_error = plan_reference(params)
     answer: dict[str, Any] = {}
     if local.shapes is None or (reference and ref_shapes is None and ref_error is None):
@@ -188,6 +207,8 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
             ref_error = f"reference: {problem['reason']}"
     checkpoint = answer.get("checkpoint") or _local_view(local)
     result.update(_describe(plan, checkpoint, answer.get("torch_version")))
+    if not stdlib_shapes:  # a legacy (non-zip) file, or a pickled module: the shapes torch loaded
+        result.update(_zero_layout.zero_size_fields(checkpoint["shapes"]))
     if reference is not None and checkpoint["shapes"]:
         ref = answer.get("reference") or {}
         ref_error = ref_error or ref.get("load_error") or ref.get("weights_only_error")
@@ -200,6 +221,7 @@ def _blank() -> dict[str, Any]:
     blank: dict[str, Any] = {name: None for name in RESULT_FIELDS}
     blank.update(available=True, exists=True, corrupt=False, weights_only_failed=False,
                  loaded_with_pickle=False, files=[], top_level_keys=[], key_sample=[], prefixes=[],
+                 zero_size_count=0, zero_size_keys=[], tensors_scanned=0,
                  has={name: False for name in HAS_NAMES})
     return blank
 
