@@ -39,6 +39,8 @@ REQUESTS = {
     "nccl": {"pid": 1},
     "flight_recorder": {"paths": str(REPO / "tests/data/flight-recorder/gloo-in-sync/*")},
     "pcie": {},
+    "ray_tempdir": {"temp_dir": "/tmp/ray"},
+    "ray_limits": {},
 }
 
 

@@ -40,6 +40,8 @@ CHECK_TYPES: dict[str, str] = {
     "nccl": "runbook.checks.distributed.nccl",
     "flight_recorder": "runbook.checks.distributed.flight_recorder",
     "pcie": "runbook.checks.host.pcie",
+    "ray_tempdir": "runbook.checks.distributed.ray_tempdir",
+    "ray_limits": "runbook.checks.distributed.ray_limits",
 }
 
 
