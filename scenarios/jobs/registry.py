@@ -457,5 +457,24 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         conclusion="cuda-oom:gpu-held-by-other-process",
         bystander="oom_other_process/stale_notebook.py",
     ),
+    "ray_long_temp_dir": ScenarioSpec(
+        name="ray_long_temp_dir",
+        script="ray_long_temp_dir/train.py",
+        description={
+            "en": "A job on an HPC node whose TMPDIR is its per-job scratch folder "
+                  "(DIR/scratch/<user>/slurm_jobdir/<job id>/tmp.node0001) calls ray.init(): Ray's "
+                  "temp dir is $TMPDIR/ray, the object store's socket path under its session is longer "
+                  "than the 107 bytes AF_UNIX allows, and Ray raises OSError: validate_socket_filename "
+                  "failed: AF_UNIX path length cannot exceed 107 bytes. The job exits 1. Needs ray.",
+            "zh": "HPC 节点上的一个作业，其 TMPDIR 是每个作业自己的 scratch 目录"
+                  "（DIR/scratch/<user>/slurm_jobdir/<作业号>/tmp.node0001），调用 ray.init()：Ray 的临时目录"
+                  "为 $TMPDIR/ray，其会话下对象存储的套接字路径超过 AF_UNIX 允许的 107 字节，Ray 抛出 "
+                  "OSError: validate_socket_filename failed: AF_UNIX path length cannot exceed 107 bytes。"
+                  "作业以状态 1 退出。需要 ray。",
+        },
+        taxonomy="launch.environment",
+        requires=("ray",),
+        conclusion="ray-startup:socket-path-too-long",
+    ),
     # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }

@@ -76,6 +76,7 @@ RESULT_FIELDS = {
 DEFAULT_TIMEOUT = 5.0
 
 SOCKET = "plasma_store"  # the longest of Ray's socket names (the raylet's is `raylet`)
+PID_DIGITS = 7  # Linux's PID_MAX_LIMIT is 4194304: a pid has at most 7 digits on any node
 _FROM_ERROR = re.compile(r"^(.*)/session_[^/]+/sockets/[^/]+$")
 
 
@@ -89,9 +90,10 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     else:
         env, env_of = _environment(params.get("pid"), ctx)
         temp_dir, source = ray_temp_dir(str(params.get("temp_dir") or ""), env)
-        path = longest_socket_path(temp_dir, _pid_digits())
+        path = longest_socket_path(temp_dir, PID_DIGITS)
     size = len(path.encode("utf-8"))
-    overhead = size - len(temp_dir.encode("utf-8"))
+    # what a session adds to the temp dir when its pid is as wide as Linux allows
+    overhead = len(longest_socket_path("/", PID_DIGITS).encode("utf-8"))
     return {
         "temp_dir": temp_dir, "temp_dir_bytes": len(temp_dir.encode("utf-8")), "source": source,
         "env_of": env_of, "socket_path": path, "socket_path_bytes": size, "limit": limit,
@@ -124,8 +126,3 @@ def _environment(pid: Any, ctx: CheckContext) -> tuple[dict[str, str], str]:
             pass  # another user's process, or gone: fall back to the probe's own
     return ctx.env, "this probe"
 
-
-def _pid_digits() -> int:
-    """Digits of the largest pid the kernel hands out (pid_max 4194304: 7)."""
-    text = _procfs.read_text("/proc/sys/kernel/pid_max") or ""
-    return len(str(int(text) - 1)) if text.strip().isdigit() else 7

@@ -1,0 +1,54 @@
+"""Issue #29: a real ray.init() that fails because the job's TMPDIR is too long, diagnosed end to end.
+
+`ray_long_temp_dir` runs `ray.init()` (Ray installed, CPU only) with TMPDIR set to a per-job
+scratch folder as an HPC batch system does; Ray refuses the object store's socket path (longer
+than AF_UNIX's 107 bytes) before it starts any process. `runbook run ray-startup` on the job's
+log concludes socket-path-too-long with the path's length measured from Ray's own error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("ray")
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 180.0  # ray imported on a busy 2-core machine; ray.init fails before it starts anything
+ERROR = r"OSError: validate_socket_filename failed: AF_UNIX path length cannot exceed (\d+) bytes: (\S+)"
+
+
+def test_long_tmpdir_diagnosed(scenario) -> None:
+    job = scenario("ray_long_temp_dir")
+    assert job.wait_for_log(ERROR, START_TIMEOUT_S), job.read_log()[-3000:]
+    deadline = time.monotonic() + 60
+    while job.is_alive() and time.monotonic() < deadline:  # the job exits on Ray's error
+        time.sleep(0.2)
+    assert not job.is_alive(), job.read_log()[-2000:]
+    limit, path = re.search(ERROR, job.read_log()).groups()
+    assert limit == "107" and "/slurm_jobdir/48213377/tmp.node0001/ray/session_" in path
+    assert path.endswith("/sockets/plasma_store") and len(path.encode()) > 107
+
+    env = {**job.tool_env(), "RUNBOOK_LANG": "en"}
+    out = subprocess.run([sys.executable, "-m", "runbook", "run", "ray-startup", "--set", f"log={job.log}",
+                          "--format", "json"], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    report = json.loads(out.stdout)
+    node = report["nodes"][0]
+    walked = [(e["step"], e["goto"]) for e in node["evidence"]]
+    assert node["conclusion"]["id"] == "socket-path-too-long", walked
+    assert node["conclusion"]["taxonomy"] == ["launch.environment"]
+    finding = node["finding"]
+    size = len(path.encode())
+    assert f"Ray's socket path is {size} bytes, {size - 107} over the 107-byte AF_UNIX limit: " \
+           f"{path}" in finding
+    temp_dir = path.split("/session_")[0]
+    assert f"temp dir {temp_dir} ({len(temp_dir.encode())} bytes, from the error in the log)" in finding
+    assert finding.endswith("a temp dir of at most 43 bytes fits"), finding
+    assert out.returncode == 1  # a critical conclusion: the run found a problem
