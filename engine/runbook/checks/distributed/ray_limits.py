@@ -72,9 +72,8 @@ _MAX_PROCS = 200_000  # /proc entries read at most when counting a user's thread
 
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     given = str(params.get("pid") or "").strip()
-    pid = int(given) if given.isdigit() else find_raylet()
+    pid, source = _target(int(given) if given.isdigit() else None)
     limits = parse_limits(_procfs.read_text(f"/proc/{pid}/limits") or "") if pid else own_limits()
-    source = "this probe" if not pid else (f"pid {pid}" if given.isdigit() else f"raylet pid {pid}")
     result: dict[str, Any] = {
         "source": source, "pid": pid,
         "open_files_soft": limits.get("Max open files", (None, None))[0],
@@ -107,13 +106,36 @@ def own_limits() -> dict[str, tuple[int | None, int | None]]:
     return found  # type: ignore[return-value]
 
 
-def find_raylet() -> int | None:
-    """The first process named `raylet` that this user may read (its limits)."""
+def _target(given: int | None) -> tuple[int | None, str]:
+    """Whose limits to read: the raylet `given` started (`ray.init()` in a driver starts it as
+    a child), else `given` itself; without `given`, the first raylet of this user."""
+    if given is None:
+        pid = find_raylet()
+        return pid, (f"raylet pid {pid}" if pid else "this probe")
+    if _is_raylet(given):
+        return given, f"raylet pid {given}"
+    child = find_raylet(parent=given)
+    return (child, f"raylet pid {child} (started by pid {given})") if child else (given, f"pid {given}")
+
+
+def find_raylet(parent: int | None = None) -> int | None:
+    """The first process named `raylet` of this user (a child of `parent` when given)."""
     for pid in _procfs.pids():
-        if (_procfs.read_text(f"/proc/{pid}/comm") or "").strip() == "raylet" \
-                and os.access(f"/proc/{pid}/limits", os.R_OK) and _uid(pid) == os.getuid():
+        if _is_raylet(pid) and os.access(f"/proc/{pid}/limits", os.R_OK) and _uid(pid) == os.getuid() \
+                and (parent is None or _ppid(pid) == parent):
             return pid
     return None
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(_procfs.stat(pid)["ppid"])
+    except (OSError, ValueError, IndexError):
+        return None  # gone meanwhile
+
+
+def _is_raylet(pid: int) -> bool:
+    return (_procfs.read_text(f"/proc/{pid}/comm") or "").strip() == "raylet"
 
 
 def user_threads(uid: int, ctx: CheckContext) -> int:
