@@ -42,3 +42,18 @@ def test_without_a_raylet_the_probe_reads_its_own(make_ctx, monkeypatch) -> None
     result = ray_limits.run({}, make_ctx())
     assert result["source"] == "this probe" and result["pid"] is None
     assert result["open_files_soft"] == ray_limits.own_limits()["Max open files"][0]
+
+
+def test_the_raylet_a_driver_started_is_read(monkeypatch) -> None:
+    """Given a driver's pid, the raylet it started (`ray.init()`: a child) is whose limits count;
+    given the raylet itself, or a process without one, that process."""
+    procs = {100: ("python", 1), 101: ("raylet", 100), 102: ("gcs_server", 100), 200: ("raylet", 1)}
+    monkeypatch.setattr(ray_limits._procfs, "pids", lambda: sorted(procs))
+    monkeypatch.setattr(ray_limits, "_is_raylet", lambda pid: procs.get(pid, ("", 0))[0] == "raylet")
+    monkeypatch.setattr(ray_limits, "_ppid", lambda pid: procs[pid][1])
+    monkeypatch.setattr(ray_limits, "_uid", lambda pid: os.getuid())
+    monkeypatch.setattr(ray_limits.os, "access", lambda path, mode: True)
+    assert ray_limits._target(100) == (101, "raylet pid 101 (started by pid 100)")
+    assert ray_limits._target(200) == (200, "raylet pid 200")
+    assert ray_limits._target(102) == (102, "pid 102")
+    assert ray_limits._target(None) == (101, "raylet pid 101")
