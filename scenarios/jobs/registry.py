@@ -553,5 +553,45 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="launch.environment",
         conclusion="extension-errors:cuda-library-missing-symbol",
     ),
+    "ray_long_temp_dir": ScenarioSpec(
+        name="ray_long_temp_dir",
+        script="ray_long_temp_dir/train.py",
+        description={
+            "en": "A job on an HPC node whose TMPDIR is its per-job scratch folder "
+                  "(DIR/scratch/<user>/slurm_jobdir/<job id>/tmp.node0001) calls ray.init(): Ray's "
+                  "temp dir is $TMPDIR/ray, the object store's socket path under its session is longer "
+                  "than the 107 bytes AF_UNIX allows, and Ray raises OSError: validate_socket_filename "
+                  "failed: AF_UNIX path length cannot exceed 107 bytes. The job exits 1. Needs ray.",
+            "zh": "HPC 节点上的一个作业，其 TMPDIR 是每个作业自己的 scratch 目录"
+                  "（DIR/scratch/<user>/slurm_jobdir/<作业号>/tmp.node0001），调用 ray.init()：Ray 的临时目录"
+                  "为 $TMPDIR/ray，其会话下对象存储的套接字路径超过 AF_UNIX 允许的 107 字节，Ray 抛出 "
+                  "OSError: validate_socket_filename failed: AF_UNIX path length cannot exceed 107 bytes。"
+                  "作业以状态 1 退出。需要 ray。",
+        },
+        taxonomy="launch.environment",
+        requires=("ray",),
+        conclusion="ray-startup:socket-path-too-long",
+    ),
+    "ray_open_files_limit": ScenarioSpec(
+        name="ray_open_files_limit",
+        script="ray_open_files_limit/train.py",
+        description={
+            "en": "A driver started under an open-files limit of 64 (soft and hard, as a node's batch "
+                  "shell or container may have it) calls ray.init() and creates 16 actors: the raylet, "
+                  "its child, runs out of descriptors while starting their workers (\"Raylet failed to "
+                  "accept new connection: Too many open files\"), most actors never start and the driver "
+                  "waits forever (\"Waiting for N workers...\"). Needs ray; the raylet spins a core "
+                  "while it lasts.",
+            "zh": "一个在打开文件数限制为 64（软、硬限制相同，正如某些节点的批处理 shell 或容器那样）"
+                  "下启动的 driver 调用 ray.init() 并创建 16 个 actor："
+                  "作为其子进程的 raylet 在启动 worker 时耗尽文件描述符"
+                  "（\"Raylet failed to accept new connection: Too many open files\"），"
+                  "大多数 actor 始终无法启动，driver 一直等待（\"Waiting for N workers...\"）。"
+                  "需要 ray；运行期间 raylet 会占满一个核心。",
+        },
+        taxonomy="launch.environment",
+        requires=("ray",),
+        conclusion="ray-startup:open-files-limit",
+    ),
     # New scenarios: add ScenarioSpec entries just above this line, one str_replace each.
 }

@@ -46,6 +46,8 @@ REQUESTS = {
     "gpu_arch": {"min_cc": 8.0},
     "checkpoint_writers": {"path": str(REPO / "tests/checks/data"),
                            "logs": str(REPO / "tests/checks/data/*.csv")},
+    "ray_tempdir": {"temp_dir": "/tmp/ray"},
+    "ray_limits": {},
 }
 
 

@@ -45,6 +45,8 @@ CHECK_TYPES: dict[str, str] = {
     "cuda_libs": "runbook.checks.gpu.cuda_libs",
     "gpu_arch": "runbook.checks.gpu.gpu_arch",
     "checkpoint_writers": "runbook.checks.files.checkpoint_writers",
+    "ray_tempdir": "runbook.checks.distributed.ray_tempdir",
+    "ray_limits": "runbook.checks.distributed.ray_limits",
 }
 
 
