@@ -27,12 +27,13 @@ def test_bundle_is_stable_and_holds_only_probe_and_checks(tmp_path: Path, monkey
 
 def test_bundle_holds_every_checks_subpackage_in_sorted_order() -> None:
     package = Path(runbook.__file__).resolve().parent
-    expected = sorted(f"runbook/{p.relative_to(package).as_posix()}"
-                      for p in (package / "checks").rglob("*.py"))
+    expected = sorted(f"runbook/{p.relative_to(package).as_posix()}"  # code and its data tables
+                      for pattern in ("*.py", "*.json") for p in (package / "checks").rglob(pattern))
     names = [n for n in zipfile.ZipFile(io.BytesIO(bundle_bytes())).namelist()
              if n.startswith("runbook/checks/")]
     assert names == expected
     assert "runbook/checks/gpu/gpu.py" in names and "runbook/checks/distributed/_torch_worker.py" in names
+    assert "runbook/checks/distributed/known_regressions.json" in names
 
 
 def test_a_check_runs_and_answers(tmp_path: Path) -> None:
