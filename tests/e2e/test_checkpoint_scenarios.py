@@ -22,12 +22,27 @@ from pathlib import Path
 
 import pytest
 
+from scenarios.jobs import Scenario
+
 pytestmark = pytest.mark.e2e
 pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_TIMEOUT_S = 300.0  # three processes importing torch on a busy 2-core machine
 RUNBOOK_TIMEOUT_S = 420.0
+
+
+def diagnose(job: Scenario, checkpoint: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """`runbook run checkpoint-problems` on the job's checkpoint and log; the run and its node."""
+    # This checkout's engine and runbooks, whichever copy the interpreter has installed.
+    env = {**job.tool_env(), "RUNBOOK_LANG": "en",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "engine"), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-m", "runbook", "run", "checkpoint-problems",
+                          "--format", "json", "--set", f"checkpoint={checkpoint}", "--set", f"log={job.log}",
+                          "--set", f"python={sys.executable}"],
+                         capture_output=True, text=True, env=env, timeout=RUNBOOK_TIMEOUT_S, cwd=ROOT)
+    assert out.stdout, out.stderr
+    return out, json.loads(out.stdout)["nodes"][0]
 
 
 def test_zero3_model_saved_without_gathering_is_diagnosed(scenario) -> None:
@@ -45,15 +60,7 @@ def test_zero3_model_saved_without_gathering_is_diagnosed(scenario) -> None:
     shards = job.workdir / "out" / "checkpoint-5" / "global_step5"
     assert model.is_file() and len(list(shards.glob("zero_pp_rank_*_mp_rank_00_optim_states.pt"))) == 2
 
-    # This checkout's engine and runbooks, whichever copy the interpreter has installed.
-    env = {**job.tool_env(), "RUNBOOK_LANG": "en",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "engine"), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-m", "runbook", "run", "checkpoint-problems",
-                          "--format", "json", "--set", f"checkpoint={model}", "--set", f"log={job.log}",
-                          "--set", f"python={sys.executable}"],
-                         capture_output=True, text=True, env=env, timeout=RUNBOOK_TIMEOUT_S, cwd=ROOT)
-    assert out.stdout, out.stderr
-    node = json.loads(out.stdout)["nodes"][0]
+    out, node = diagnose(job, model)
     path = [(e["step"], e["goto"]) for e in node["evidence"]]
     assert node["conclusion"]["id"] == "zero3-not-gathered", path
     assert node["conclusion"]["taxonomy"] == ["checkpoint.not-gathered"]
@@ -81,14 +88,7 @@ def test_two_nodes_saving_one_checkpoint_is_diagnosed(scenario) -> None:
     checkpoint = job.workdir / "ckpt" / "last.pt"
     assert checkpoint.is_file()
 
-    env = {**job.tool_env(), "RUNBOOK_LANG": "en",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "engine"), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-m", "runbook", "run", "checkpoint-problems",
-                          "--format", "json", "--set", f"checkpoint={checkpoint}", "--set", f"log={job.log}",
-                          "--set", f"python={sys.executable}"],
-                         capture_output=True, text=True, env=env, timeout=RUNBOOK_TIMEOUT_S, cwd=ROOT)
-    assert out.stdout, out.stderr
-    node = json.loads(out.stdout)["nodes"][0]
+    out, node = diagnose(job, checkpoint)
     path = [(e["step"], e["goto"]) for e in node["evidence"]]
     assert node["conclusion"]["id"] == "shared-path-writers", path
     assert node["conclusion"]["taxonomy"] == ["checkpoint.concurrent-writers", "checkpoint.incomplete-resume"]

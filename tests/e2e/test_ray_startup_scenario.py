@@ -60,23 +60,41 @@ def test_long_tmpdir_diagnosed(scenario) -> None:
 
 def test_open_files_limit_diagnosed(scenario) -> None:
     job = scenario("ray_open_files_limit")
-    refused = r"Raylet failed to accept new connection: Too many open files"
-    assert job.wait_for_log(refused, START_TIMEOUT_S), job.read_log()[-3000:]
-    assert job.wait_for_log(r"Waiting for \d+ workers", 60), job.read_log()[-2000:]
-    assert job.is_alive()  # the driver waits for actors that never start
+    # Ray meets the limit in one of two places, by how fast its workers come up: the raylet
+    # refuses their connections and lives on (the driver waits forever), or it cannot create a
+    # worker's files and aborts (worker_pool.cc, seen on a loaded machine).
+    refused = "Raylet failed to accept new connection: Too many open files"
+    aborted = "Too many workers, failed to create a file"
+    assert job.wait_for_log(f"{refused}|{aborted}", START_TIMEOUT_S), job.read_log()[-3000:]
+    raylet_died = aborted in job.read_log()
+    if not raylet_died:
+        assert job.wait_for_log(r"Waiting for \d+ workers", 60), job.read_log()[-2000:]
+        assert job.is_alive()  # the driver waits for actors that never start
+    else:  # without its raylet the driver gives up: let it end, so no pid is read half-gone
+        deadline = time.monotonic() + 120
+        while job.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not job.is_alive(), job.read_log()[-2000:]
 
     env = {**job.tool_env(), "RUNBOOK_LANG": "en"}
+    pid = [] if raylet_died else ["--set", f"pid={job.pid}"]
     out = subprocess.run([sys.executable, "-m", "runbook", "run", "ray-startup", "--set", f"log={job.log}",
-                          "--set", f"pid={job.pid}", "--format", "json"],
+                          *pid, "--format", "json"],
                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     report = json.loads(out.stdout)
     node = report["nodes"][0]
     walked = [(e["step"], e["goto"]) for e in node["evidence"]]
     assert node["conclusion"]["id"] == "open-files-limit", walked
     finding = node["finding"]
-    raylet = re.search(r"open files of raylet pid (\d+) \(started by pid (\d+)\): ", finding)
-    assert raylet and int(raylet.group(2)) == job.pid, finding
-    assert "soft limit 64, hard limit 64, " in finding and "Ray asks for at least 8192" in finding
-    assert finding.endswith("Raylet failed to accept new connection: Too many open files"), finding
+    assert "Ray asks for at least 8192" in finding, finding
+    if raylet_died:  # the limits of the node's new processes, and Ray's own last words
+        assert finding.startswith("no raylet runs now (it crashed, or the job ended); "), finding
+        assert "worker_pool.cc" in finding and finding.endswith(
+            f"{aborted}. Try setting `ulimit -n <num_files>` then restart Ray."), finding
+    else:
+        raylet = re.search(r"open files of raylet pid (\d+) \(started by pid (\d+)\): ", finding)
+        assert raylet and int(raylet.group(2)) == job.pid, finding
+        assert "soft limit 64, hard limit 64, " in finding
+        assert finding.endswith(refused), finding
     assert "\x1b" not in finding  # the message, without Ray's colour codes
     assert out.returncode == 1

@@ -7,7 +7,9 @@ to the hard one, so a low hard limit is what sticks) and execs the job. The job 
 `ray.init()` (Ray warns: `File descriptor limit 64 is too low`) and creates 16 rollout actors;
 the raylet runs out of descriptors while it starts their workers (`Raylet failed to accept new
 connection: Too many open files`), most actors never start, and the driver waits for them
-forever, logging `Waiting for N actors...` every 10 s. The raylet is the driver's child and
+forever, logging `Waiting for N actors...` every 10 s. On a loaded machine the raylet may
+instead abort while it creates a worker's files (`worker_pool.cc: Too many workers, failed to
+create a file`), and the driver ends without its raylet. The raylet is the driver's child and
 inherits its limit; everything is in the job's process group.
 """
 
