@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import resource
 
+from runbook.checks import _task_limits
 from runbook.checks.distributed import ray_limits
 
 # /proc/PID/limits as Linux prints it (a container at its default open-files limit).
@@ -19,7 +20,7 @@ Max locked memory         8388608              8388608              bytes
 
 
 def test_limits_are_parsed_with_unlimited_as_none() -> None:
-    parsed = ray_limits.parse_limits(LIMITS)
+    parsed = _task_limits.parse_limits(LIMITS)
     assert parsed["Max open files"] == (1024, 1048576)
     assert parsed["Max processes"] == (4096, 4096)
     assert parsed["Max cpu time"] == (None, None)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runbook.checks import _task_limits
 from runbook.checks.host import limits
 
 # /proc/PID/limits as the kernel writes it (the columns of fs/proc/base.c).
@@ -44,9 +45,9 @@ def test_the_tightest_pids_max_on_the_way_up_a_v2_tree(tmp_path: Path) -> None:
     _cgroup(tmp_path / "system.slice" / "slurmstepd.scope", "512", 500, refused=3)  # TasksMax=512
     _cgroup(tmp_path / "system.slice" / "slurmstepd.scope" / "job_42", "max", 500)
     text = "0::/system.slice/slurmstepd.scope/job_42\n"
-    dirs = limits.pids_cgroup_dirs(text, str(tmp_path))
+    dirs = _task_limits.pids_cgroup_dirs(text, str(tmp_path))
     assert dirs[0].endswith("job_42") and dirs[-1] == str(tmp_path)
-    found = limits.pids_limit(text, str(tmp_path))
+    found = _task_limits.pids_limit(text, str(tmp_path))
     assert found == {"cgroup": str(tmp_path / "system.slice" / "slurmstepd.scope"), "pids_max": 512,
                      "pids_current": 500, "pids_events_max": 3}
 
@@ -54,10 +55,10 @@ def test_the_tightest_pids_max_on_the_way_up_a_v2_tree(tmp_path: Path) -> None:
 def test_the_v1_pids_controller(tmp_path: Path) -> None:
     _cgroup(tmp_path / "pids" / "docker" / "abc", "4096", 4090)
     text = "9:name=systemd:/docker/abc\n8:pids:/docker/abc\n4:memory:/docker/abc\n"
-    found = limits.pids_limit(text, str(tmp_path))
+    found = _task_limits.pids_limit(text, str(tmp_path))
     assert (found["cgroup"], found["pids_max"], found["pids_current"]) == (
         str(tmp_path / "pids" / "docker" / "abc"), 4096, 4090)
-    assert limits.pids_limit("4:memory:/x\n", str(tmp_path))["cgroup"] is None
+    assert _task_limits.pids_limit("4:memory:/x\n", str(tmp_path))["cgroup"] is None
 
 
 def test_a_real_process_threads_and_the_node_limits(make_ctx) -> None:

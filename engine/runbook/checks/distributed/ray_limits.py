@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import os
 import resource
-import time
 from typing import Any
 
-from runbook.checks import _procfs
+from runbook.checks import _procfs, _task_limits
 from runbook.checks.base import CheckContext
 
 NAME = "ray_limits"
@@ -67,35 +66,26 @@ RESULT_FIELDS = {
 }
 DEFAULT_TIMEOUT = 10.0
 
-_MAX_PROCS = 200_000  # /proc entries read at most when counting a user's threads
 
 
 def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     given = str(params.get("pid") or "").strip()
     pid, source = _target(int(given) if given.isdigit() else None)
-    limits = parse_limits(_procfs.read_text(f"/proc/{pid}/limits") or "") if pid else own_limits()
+    limits = (_task_limits.parse_limits(_procfs.read_text(f"/proc/{pid}/limits") or "") if pid
+              else own_limits())
     result: dict[str, Any] = {
         "source": source, "pid": pid,
         "open_files_soft": limits.get("Max open files", (None, None))[0],
         "open_files_hard": limits.get("Max open files", (None, None))[1],
         "open_files_used": _open_files(pid or os.getpid()),
         "processes_soft": limits.get("Max processes", (None, None))[0],
-        "user_threads": user_threads(_uid(pid), ctx),
+        "user_threads": _task_limits.user_threads(_uid(pid), ctx.deadline - 1),
         "object_store_bytes": _object_store(pid),
     }
-    result.update(_pids_cgroup(pid or os.getpid()))
+    cgroup = _task_limits.pids_of(pid or os.getpid())
+    result.update(pids_max=cgroup["pids_max"], pids_current=cgroup["pids_current"])
     result.update(_shm())
     return result
-
-
-def parse_limits(text: str) -> dict[str, tuple[int | None, int | None]]:
-    """`/proc/PID/limits` as {name: (soft, hard)}, None for `unlimited`."""
-    found: dict[str, tuple[int | None, int | None]] = {}
-    for line in text.splitlines()[1:]:
-        words = line[26:].split()  # the name column is 26 characters wide
-        if len(words) >= 2 and line[:26].strip():
-            found[line[:26].strip()] = (_number(words[0]), _number(words[1]))
-    return found
 
 
 def own_limits() -> dict[str, tuple[int | None, int | None]]:
@@ -138,19 +128,6 @@ def _is_raylet(pid: int) -> bool:
     return (_procfs.read_text(f"/proc/{pid}/comm") or "").strip() == "raylet"
 
 
-def user_threads(uid: int, ctx: CheckContext) -> int:
-    """Threads of every process of `uid` (RLIMIT_NPROC counts threads), bounded in count and time."""
-    total = 0
-    for count, pid in enumerate(_procfs.pids()):
-        if count >= _MAX_PROCS or time.monotonic() > ctx.deadline - 1:
-            break
-        status = _procfs.read_text(f"/proc/{pid}/status") or ""
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            total += int(fields.get("Threads", "1").strip() or 1)
-    return total
-
-
 def _number(word: str) -> int | None:
     return int(word) if word.isdigit() else None
 
@@ -174,21 +151,6 @@ def _object_store(pid: int | None) -> int | None:
         if arg.startswith("--object_store_memory="):
             return _number(arg.split("=", 1)[1])
     return None
-
-
-def _pids_cgroup(pid: int) -> dict[str, int | None]:
-    """pids.max / pids.current of the process's cgroup (v2, else v1's pids controller)."""
-    for line in (_procfs.read_text(f"/proc/{pid}/cgroup") or "").splitlines():
-        hier, _, path = line.partition(":")[2].partition(":")
-        v1 = "/sys/fs/cgroup/pids" if "pids" in hier.split(",") else ""
-        base = "/sys/fs/cgroup" if hier == "" else v1
-        if base:
-            folder = base + path.rstrip("/")
-            limit = (_procfs.read_text(folder + "/pids.max") or "").strip()
-            current = (_procfs.read_text(folder + "/pids.current") or "").strip()
-            if limit or current:
-                return {"pids_max": _number(limit), "pids_current": _number(current)}
-    return {"pids_max": None, "pids_current": None}
 
 
 def _shm() -> dict[str, int | None]:

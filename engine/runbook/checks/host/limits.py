@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from runbook.checks import _procfs
+from runbook.checks import _procfs, _task_limits
 from runbook.checks.base import CheckContext
 from runbook.checks.host import process
 
@@ -84,7 +84,6 @@ RESULT_FIELDS = {
 }
 DEFAULT_TIMEOUT = 10.0
 
-_CGROUP = "/sys/fs/cgroup"
 _LIST_MAX = 100
 
 
@@ -98,12 +97,12 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     result: dict[str, Any] = {
         "available": status is not None, "reason": None if status else f"cannot read /proc/{first}/status",
         "job_found": bool(pids), "pids": pids, "job_threads": sum(t for t in threads if t is not None),
-        "uid": uid, "user_tasks": _user_tasks(uid) if uid is not None else None,
+        "uid": uid, "user_tasks": _task_limits.user_threads(uid) if uid is not None else None,
         "nproc_limit": _nproc(first), "nproc_exempt": uid == 0,
         "threads_max": _int_file("/proc/sys/kernel/threads-max"),
         "pid_max": _int_file("/proc/sys/kernel/pid_max"), "tasks_total": _tasks_total(),
     }
-    result.update(_pids_cgroup(first))
+    result.update(_task_limits.pids_of(first))
     limits = _limits(result)
     given = params.get("near_percent")
     near = 90.0 if given is None or given == "" else float(given)
@@ -158,23 +157,9 @@ def _threads(status: dict[str, str] | None) -> int | None:
         return None
 
 
-def _user_tasks(uid: int) -> int:
-    """Threads of every process whose real uid is `uid` (what the kernel checks RLIMIT_NPROC against)."""
-    total = 0
-    for pid in _procfs.pids():
-        status = _status(pid)
-        if status is not None and _uid(status) == uid:
-            total += _threads(status) or 0
-    return total
-
-
 def parse_nproc(limits_text: str) -> int | None:
     """The soft `Max processes` of /proc/PID/limits (None: unlimited or not shown)."""
-    for line in limits_text.splitlines():
-        if line.startswith("Max processes"):
-            soft = line[len("Max processes"):].split()[0]
-            return int(soft) if soft.isdigit() else None
-    return None
+    return _task_limits.parse_limits(limits_text).get("Max processes", (None, None))[0]
 
 
 def _nproc(pid: int) -> int | None:
@@ -193,54 +178,3 @@ def _tasks_total() -> int | None:
         return int(parts[3].split("/")[1])
     except (IndexError, ValueError):
         return None
-
-
-def pids_cgroup_dirs(cgroup_text: str, root: str = _CGROUP) -> list[str]:
-    """The pids cgroup directories of a process, its own first, then each one above it up to the
-    root: cgroup v2 (`0::/path`) and, where the v1 pids controller is mounted, `N:pids:/path`."""
-    found: list[str] = []
-    for line in cgroup_text.splitlines():
-        hier, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if hier == "0" and controllers == "":
-            unified = os.path.exists(os.path.join(root, "cgroup.controllers"))
-            base = root if unified else os.path.join(root, "unified")  # hybrid: v2 beside v1
-        elif "pids" in controllers.split(","):
-            base = os.path.join(root, "pids")
-        else:
-            continue
-        parts = [p for p in path.strip().split("/") if p]
-        for depth in range(len(parts), -1, -1):
-            found.append(os.path.join(base, *parts[:depth]))
-    return found
-
-
-def _pids_cgroup(pid: int) -> dict[str, Any]:
-    return pids_limit(_procfs.read_text(f"/proc/{pid}/cgroup") or "")
-
-
-def pids_limit(cgroup_text: str, root: str = _CGROUP) -> dict[str, Any]:
-    """The tightest pids.max on the way up from a process's cgroup (its /proc/PID/cgroup text), and
-    the refusals seen (pids.events `max`, the most of any level)."""
-    best: dict[str, Any] = {"cgroup": None, "pids_max": None, "pids_current": None}
-    best_share = -1.0
-    events = 0
-    for folder in pids_cgroup_dirs(cgroup_text, root):
-        events = max(events, _events_max(folder))
-        limit = (_procfs.read_text(os.path.join(folder, "pids.max")) or "").strip()
-        current = _int_file(os.path.join(folder, "pids.current"))
-        if not limit.isdigit() or current is None:
-            continue  # "max" or no pids controller here
-        share = current / max(int(limit), 1)
-        if share > best_share:
-            best_share = share
-            best = {"cgroup": folder, "pids_max": int(limit), "pids_current": current}
-    return {**best, "pids_events_max": events}
-
-
-def _events_max(folder: str) -> int:
-    for line in (_procfs.read_text(os.path.join(folder, "pids.events")) or "").splitlines():
-        name, _, value = line.partition(" ")
-        if name == "max" and value.strip().isdigit():
-            return int(value.strip())
-    return 0
