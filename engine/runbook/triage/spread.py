@@ -76,7 +76,7 @@ class Spread:
     def see(self, raw: str, text: str, source: Source, line_no: int) -> None:
         """Read one line: `raw` as written (its prefix names the host), `text` normalised."""
         lowered = text.lower()
-        if not any(needle in lowered for needle in _NEEDLES):
+        if not may_state_facts(lowered):
             return
         for spec, regex in _FACTS:
             if spec["needle"] not in lowered:
