@@ -94,9 +94,12 @@ def judge(entries: list[Entry]) -> list[dict[str, object]]:
         got = [f"{m.runbook}:{m.conclusion}" for m in top]
         rows.append({"log": str(entry.path.relative_to(CORPUS)), "split": entry.split, "kind": entry.kind,
                      "accepted": entry.taxonomy, "wanted": wanted, "verdict": result.verdict,
-                     "says_something": bool(result.matches or result.advice or result.differences),
+                     "says_something": bool(result.matches or result.advice or result.differences
+                                            or result.readings),
                      # a log with no error line whose answer is what differs across its hosts
                      "compared": any(d["conclusion"] in accepted for d in result.differences),
+                     # ... or what its numbers show (loss, learning rate, step time per rank)
+                     "read_numbers": any(r["conclusion"] in accepted for r in result.readings),
                      "got": [[f"{m.runbook}:{m.conclusion}", m.role, m.taxonomy] for m in top],
                      "top1": bool(ok[:1] and ok[0]), "top3": any(ok),
                      "conclusion1": bool(got[:1] and got[0] in accepted),
@@ -121,7 +124,8 @@ def summarise(rows: list[dict[str, object]], split: str) -> dict[str, object]:
             "said_nothing_useful": sum(not r["says_something"] for r in mine),
             "no_error_logs_answered_no_error": sum(r["verdict"] == "no-error" for r in clean),
             "no_error_logs_with_a_conclusion": sum(bool(r["wanted"]) for r in clean),
-            "named_by_comparing_hosts": sum(bool(r["compared"]) for r in clean)}
+            "named_by_comparing_hosts": sum(bool(r["compared"]) for r in clean),
+            "named_by_reading_numbers": sum(bool(r["read_numbers"]) for r in clean)}
 
 
 def big_log(entries: list[Entry], size_mb: int, out: Path) -> None:

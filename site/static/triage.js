@@ -160,6 +160,7 @@
     this.wrapWidths = {};
     for (var i = 0; i < norm.wrap_widths.length; i++) this.wrapWidths[norm.wrap_widths[i]] = true;
     this.maxJoined = norm.max_joined;
+    this.recordStart = norm.record_start;
     this.lineTime = regex(data.time);
     this.errors = {
       keywords: data.errors.keywords, exception: anchored(data.errors.exception),
@@ -168,6 +169,8 @@
     this.lineRank = regex(data.line_rank);
     this.identity = regex(data.spread.identity);
     this.facts = data.spread.facts.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
+    this.metrics = data.series.metrics.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
+    this.schedule = regex(data.series.schedule);
     this.signatures = [];
     this.broken = [];
     for (var j = 0; j < data.signatures.length; j++) {
@@ -197,7 +200,8 @@
       var line = lines[i];
       number = i + 1;
       if (pending !== null) {
-        if ((partial || this.continues(line)) && codePoints(pending) < this.maxJoined) {
+        var own = Array.from(pending).slice(0, this.recordStart).join("");
+        if ((partial || (this.continues(line) && line.indexOf(own) !== 0)) && codePoints(pending) < this.maxJoined) {
           pending += partial ? line.replace(this.prefix, "") : line;
           partial = this.isPartial(line);
           if (!(partial || this.isCut(line))) {
@@ -276,7 +280,7 @@
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
-             differences: this.differences(lines) };
+             differences: this.differences(lines), readings: this.readings(lines) };
   };
 
   // spread.Spread: who writes a line (NCCL's host prefix, else the rank a launcher's prefix names)
@@ -287,6 +291,13 @@
     if (!rank) return null;
     for (var g = 1; g < rank.length; g++) if (rank[g] !== undefined) return "rank " + parseInt(rank[g], 10);
     return null;
+  };
+
+  // series.rank_or_host: numbers are compared per rank, else per host
+  Engine.prototype.rankOrHost = function (raw) {
+    var rank = this.lineRank.exec(raw.slice(0, 200));
+    if (rank) for (var g = 1; g < rank.length; g++) if (rank[g] !== undefined) return "rank " + parseInt(rank[g], 10);
+    return this.who(raw) || "";
   };
 
   // spread.Spread.differences: the versions and NCCL settings stated with more than one value
@@ -320,6 +331,165 @@
         return { value: v.value, who: v.who.slice(0, rules.max_shown),
                  more: Math.max(0, v.who.length - rules.max_shown), first: v.first, line: v.line };
       }) };
+    });
+  };
+
+  // -- series.py: the metric lines read as series per rank, and what they show --
+
+  function median(values) {
+    var sorted = values.slice().sort(function (a, b) { return a - b; }), half = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
+  }
+  function round4(value) { return value === null ? null : Number(value.toPrecision(4)); }
+  function mean(points) { return points.reduce(function (a, p) { return a + p.value; }, 0) / points.length; }
+  function printed(text) { // series.number: 1,234.5; nan and inf as themselves
+    var plain = text.replace(/,/g, ""), low = plain.toLowerCase();
+    if (/^[-+]?nan$/.test(low)) return NaN;
+    if (/^[-+]?inf$/.test(low)) return low.charAt(0) === "-" ? -Infinity : Infinity;
+    var value = Number(plain);
+    return plain === "" || isNaN(value) ? null : value;
+  }
+  function nonFiniteName(value) { return isNaN(value) ? "NaN" : value < 0 ? "-Inf" : "Inf"; }
+
+  // series.Series.see for every line: {values: [{metric, who, points}], schedule}
+  Engine.prototype.seriesOf = function (lines) {
+    var rules = this.data.series, byKey = {}, values = [], schedule = "";
+    for (var i = 0; i < lines.length; i++) {
+      var text = lines[i].text, lowered = text.toLowerCase();
+      if (!schedule && this.schedule.test(text)) schedule = Array.from(text.trim()).slice(0, 120).join("");
+      if (!rules.needles.some(function (n) { return lowered.indexOf(n) >= 0; })) continue;
+      var who = null, taken = {};
+      for (var m = 0; m < this.metrics.length; m++) {
+        var spec = this.metrics[m].spec;
+        if (taken[spec.metric] || lowered.indexOf(spec.needle) < 0) continue;
+        var found = this.metrics[m].re.exec(text);
+        var value = found ? printed(found[1]) : null;
+        if (value === null) continue;
+        taken[spec.metric] = true;
+        if (spec.invert) {
+          if (value <= 0) continue;
+          value = 1 / value;
+        }
+        value *= spec.scale === undefined ? 1 : spec.scale;
+        if (who === null) who = this.rankOrHost(lines[i].raw);
+        var key = spec.metric + "\u0000" + who;
+        if (!byKey[key]) { byKey[key] = { metric: spec.metric, who: who, points: [] }; values.push(byKey[key]); }
+        byKey[key].points.push({ value: value, where: "line " + lines[i].no });
+      }
+    }
+    return { values: values, schedule: schedule };
+  };
+
+  // series.read_series: the readings, most telling first
+  Engine.prototype.readings = function (lines) {
+    var rules = this.data.series.rules, conclusions = this.data.series.conclusions;
+    var order = this.data.series.order, seen = this.seriesOf(lines), out = [];
+    function reading(kind, first, facts) {
+      return { reading: kind, conclusion: conclusions[kind], first: first, facts: facts };
+    }
+    var whos = {};
+    seen.values.forEach(function (s) { whos[s.who] = true; });
+    var named = Object.keys(whos).length > 1;
+    seen.values.forEach(function (s) {
+      var who = named ? s.who : "", points = s.points;
+      if (s.metric === "loss") {
+        var bad = -1;
+        for (var b = 0; b < points.length; b++) if (!isFinite(points[b].value)) { bad = b; break; }
+        if (bad === 0) {
+          out.push(reading("loss-nonfinite-from-start", points[0].where, { who: who,
+            value: nonFiniteName(points[0].value), at: points[0].where }));
+          return;
+        }
+        if (bad > 0) {
+          out.push(reading("loss-nonfinite", points[bad].where, { who: who, value: nonFiniteName(points[bad].value),
+            at: points[bad].where, finite: bad, last: round4(points[bad - 1].value) }));
+          return;
+        }
+        if (points.length < rules.min_points) return;
+        var quarter = Math.max(1, Math.floor(points.length / 4));
+        var start = mean(points.slice(0, quarter)), end = mean(points.slice(-quarter));
+        var low = Math.min.apply(null, points.map(function (p) { return p.value; }));
+        if (start > 0 && low > 0 && end >= rules.climb_ratio * start && end >= rules.climb_over_min * low) {
+          out.push(reading("loss-climbs", points[points.length - quarter].where, { who: who, start: round4(start),
+            end: round4(end), low: round4(low), count: points.length }));
+        } else if (end <= start * (1 + rules.steady_rise) || end <= low * rules.steady_over_min) {
+          out.push(reading("loss-steady", points[0].where, { who: who, start: round4(points[0].value),
+            end: round4(points[points.length - 1].value), count: points.length }));
+        }
+      } else if (s.metric === "lr") {
+        var distinct = {};
+        points.forEach(function (p) { distinct[p.value] = true; });
+        if (points.length < rules.min_points || Object.keys(distinct).length !== 1) return;
+        if (points[0].value === 0) out.push(reading("lr-zero", points[0].where, { who: who, count: points.length }));
+        else if (seen.schedule && points.length >= rules.lr_min_points) {
+          out.push(reading("lr-constant", points[0].where, { who: who, value: round4(points[0].value),
+            count: points.length, schedule: seen.schedule }));
+        }
+      } else if (s.metric === "step_time") {
+        var spikes = this.spikes(points, who, rules);
+        if (spikes) out.push(reading("step-spikes", spikes.first, spikes.facts));
+      }
+    }, this);
+    [["step_time", "higher"], ["throughput", "lower"]].forEach(function (pair) {
+      var slow = this.slowRank(seen.values, pair[0], pair[1], rules);
+      if (slow) out.push(reading("slow-rank", slow.first, slow.facts));
+    }, this);
+    out.sort(function (a, b) { return order.indexOf(a.reading) - order.indexOf(b.reading); });
+    var healthy = this.data.series.healthy;
+    var problems = out.filter(function (r) { return healthy.indexOf(r.reading) < 0; });
+    return problems.length ? problems : out.slice(0, 1);
+  };
+
+  Engine.prototype.spikes = function (points, who, rules) {
+    if (points.length < rules.spike_min_points) return null;
+    var typical = median(points.map(function (p) { return p.value; }));
+    if (typical <= 0) return null;
+    var at = [];
+    points.forEach(function (p, i) { if (p.value >= rules.spike_ratio * typical) at.push(i); });
+    if (at.length < rules.spike_min || at.length > rules.spike_max_share * points.length) return null;
+    var counts = {}, gaps = [];
+    for (var g = 1; g < at.length; g++) {
+      var gap = at[g] - at[g - 1];
+      if (!counts[gap]) { counts[gap] = 0; gaps.push(gap); }
+      counts[gap] += 1;
+    }
+    var every = gaps[0];
+    gaps.forEach(function (gap) { if (counts[gap] > counts[every]) every = gap; });
+    if (every < 2 || counts[every] < rules.spike_regular_share * (at.length - 1)) return null;
+    return { first: points[at[0]].where, facts: { who: who, every: every,
+      spike: round4(median(at.map(function (i) { return points[i].value; }))), median: round4(typical),
+      count: at.length, points: points.length } };
+  };
+
+  Engine.prototype.slowRank = function (values, metric, slowerIs, rules) {
+    var per = [], byWho = {};
+    values.forEach(function (s) {
+      if (s.metric === metric && s.who && s.points.length >= rules.slow_min_points) {
+        byWho[s.who] = median(s.points.map(function (p) { return p.value; }));
+        per.push(s);
+      }
+    });
+    if (per.length < 2) return null;
+    var slow = per[0];
+    per.forEach(function (s) {
+      if (slowerIs === "higher" ? byWho[s.who] > byWho[slow.who] : byWho[s.who] < byWho[slow.who]) slow = s;
+    });
+    var others = median(per.filter(function (s) { return s !== slow; }).map(function (s) { return byWho[s.who]; }));
+    if (others <= 0 || byWho[slow.who] <= 0) return null;
+    var ratio = slowerIs === "higher" ? byWho[slow.who] / others : others / byWho[slow.who];
+    if (ratio < rules.slow_ratio) return null;
+    return { first: slow.points[0].where, facts: { slow: slow.who, metric: metric, value: round4(byWho[slow.who]),
+      others: round4(others), peers: per.length - 1, ratio: Math.round(ratio * 100) / 100 } };
+  };
+
+  // series.describe_reading: one clause in the page's language
+  Engine.prototype.describeReading = function (reading, lang) {
+    var series = this.data.series, facts = {};
+    Object.keys(reading.facts).forEach(function (k) { facts[k] = reading.facts[k]; });
+    if ("metric" in facts) facts.metric = series.metric_names[facts.metric][lang];
+    if ("who" in facts) facts.who = facts.who ? (lang === "zh" ? "（" + facts.who + "）" : " (" + facts.who + ")") : "";
+    return series.texts[reading.reading][lang].replace(/\{(\w+)\}/g, function (_, name) {
+      return String(facts[name]);
     });
   };
 
@@ -436,6 +606,7 @@
     else if (result.verdict === "unknown") this.showUnknown(result.errorLine);
     else this.say("no-error", this.ui.triage_no_error);
     if (result.differences.length) this.showDifferences(result.differences);
+    if (result.readings.length) this.showReadings(result.readings);
     if (result.shape) this.showAdvice(result.shape);
     return result;
   };
@@ -453,6 +624,29 @@
         return v.value + " " + ui.triage_differs_on + " " + v.who.join(", ") + (v.more ? " (+" + v.more + ")" : "");
       }).join("; ")));
       var info = this.engine.data.conclusions[diff.conclusion];
+      if (info) {
+        var means = element("p", "triage-differs-means", ui.triage_differs_means + " ");
+        var link = element("a", null, info.title[this.lang] || info.title.en);
+        link.href = this.root + info.url[this.lang];
+        means.appendChild(link);
+        item.appendChild(means);
+      }
+      list.appendChild(item);
+    }, this);
+    box.appendChild(list);
+    this.status.appendChild(box);
+  };
+
+  // What the numbers show (series.py), each with the conclusion it points to
+  Page.prototype.showReadings = function (readings) {
+    var ui = this.ui, box = element("div", "triage-readings");
+    box.appendChild(element("p", "triage-readings-title", ui.triage_numbers));
+    var list = element("ul");
+    readings.forEach(function (reading) {
+      var item = element("li");
+      item.setAttribute("data-reading", reading.reading);
+      item.appendChild(document.createTextNode(this.engine.describeReading(reading, this.lang)));
+      var info = this.engine.data.conclusions[reading.conclusion];
       if (info) {
         var means = element("p", "triage-differs-means", ui.triage_differs_means + " ");
         var link = element("a", null, info.title[this.lang] || info.title.en);

@@ -28,9 +28,11 @@ from runbook.triage.advice import shape_of
 from runbook.triage.lognorm import normalize
 from runbook.triage.ranking import RANKING
 from runbook.triage.result import TriageResult, triage_sources
+from runbook.triage.series import describe_reading
 from runbook.triage.sources import Source
 from runbook.triage.verdict import CAUSE, KNOCK_ON
 from tests.site.headless import WAIT_S, browser_marks, chromium
+from tests.triage.series_examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted((ROOT / "tests" / "data" / "logs").glob("*.log*"))
@@ -363,6 +365,51 @@ def test_page_names_what_differs_across_hosts_like_runbook_triage(browser, site:
         links = [a.get_attribute("href") for a in box.find_elements(By.TAG_NAME, "a")]
         assert links and all("nccl-errors" in href for href in links), links
     assert shown["matches"]  # the mixed paste's CUDA error is still ranked as before
+
+
+SERIES_CORPUS = ["torchtitan/950-healthy-steps-dataset-relooped.log",
+                 "transformers/33336-healthy-loss-first-run.log"]
+
+
+def _comparable(reading: dict[str, Any]) -> dict[str, Any]:
+    """A reading without where it was found (file:line in the CLI, line N on the page)."""
+    return {"reading": reading["reading"], "conclusion": reading["conclusion"],
+            "facts": {k: v for k, v in reading["facts"].items() if k != "at"}}
+
+
+def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library_and_kb,
+                                                    tmp_path: Path) -> None:
+    """The same readings of loss, learning rate, step time and throughput as the CLI's (series.py),
+    and the box that says them with a link to the conclusion they point to."""
+    paths = [ROOT / "tests" / "data" / "triage-corpus" / name for name in SERIES_CORPUS]
+    for name, text in EXAMPLES.items():
+        paths.append(tmp_path / f"{name}.log")
+        paths[-1].write_text(text)
+    kinds = set()
+    for path in paths:
+        result = python_triage(library_and_kb, path)
+        expected = [_comparable(r) for r in result.readings]
+        shown = page_triage(browser, site, "en", log_text(path))
+        got = browser.execute_script("return window.runbookTriage.engine.triage(arguments[0]).readings;",
+                                     log_text(path))
+        assert [_comparable(r) for r in got] == expected, path.name
+        kinds.update(r["reading"] for r in expected)
+        if not expected:
+            continue
+        box = browser.find_element(By.CSS_SELECTOR, "#triage-status .triage-readings")
+        assert "What the numbers show:" in box.text
+        for reading in result.readings:
+            item = box.find_element(By.CSS_SELECTOR, f"li[data-reading='{reading['reading']}']")
+            facts = reading["facts"]  # the page says where as `line N`, the CLI as file:N
+            if "at" in facts:
+                facts = {**facts, "at": "line " + facts["at"].rsplit(":", 1)[1]}
+            assert describe_reading({**reading, "facts": facts}) in item.text, item.text
+        runbooks = {r["conclusion"].split(":")[0] for r in expected}
+        links = [a.get_attribute("href") for a in box.find_elements(By.TAG_NAME, "a")]
+        assert any(rb in href for href in links for rb in runbooks), links
+        assert shown["verdict"] == PAGE_VERDICT[result.verdict]
+    assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
+                     "lr-constant", "lr-zero", "slow-rank", "loss-steady"}
 
 
 def test_page_makes_no_network_request(browser, site: Path) -> None:

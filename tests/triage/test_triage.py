@@ -220,6 +220,11 @@ def test_wrapped_and_partial_lines_are_joined() -> None:
     assert normalize(joined[2][2]) == "CUDA out of memory. Tried to allocate"
     # a 120-column line followed by an indented traceback line is not joined
     assert len(list(join_wrapped(["y" * 120, "  File \"a.py\""]))) == 2
+    # records of a logger that happen to be 160 characters wide (torchtitan/2389 in the corpus)
+    # each start as the one before did: they are records of their own, not its rest
+    record = "[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585"
+    records = [record.ljust(159, " ") + "%"] * 3
+    assert [(a, b) for a, b, _ in join_wrapped(records)] == [(1, 1), (2, 2), (3, 3)]
 
 
 def test_wrapped_log_matches_on_its_first_line(library) -> None:  # type: ignore[no-untyped-def]
@@ -345,7 +350,7 @@ def test_json_shape(runbook_cli) -> None:  # type: ignore[no-untyped-def]
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert set(report) == {"schema", "source", "sources", "lines", "notes", "verdict", "summary", "matches",
-                           "advice", "differences"}
+                           "advice", "differences", "readings"}
     assert report["differences"] == []  # one job's ranks that agree
     assert report["notes"] == []  # an ordinary text log: nothing to say about its shape
     assert report["schema"] == "runbook-triage/v1" and report["source"] == str(log)

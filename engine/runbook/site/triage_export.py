@@ -23,7 +23,7 @@ from typing import Any
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
-from runbook.triage import errorlines, lognorm, sources, spread
+from runbook.triage import errorlines, lognorm, series, sources, spread
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
 from runbook.triage.scan import TEXT_MAX
@@ -47,15 +47,17 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             signatures.append(_signature(rb, signature))
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     by_id = {rb.id: rb for rb in runbooks}
-    for fact in spread.FACTS:  # what a difference across hosts means: linked from the page
-        rid, _, cid = fact["conclusion"].partition(":")
+    # what a difference across hosts, or a reading of the numbers, means: linked from the page
+    for linked in [fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values()):
+        rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
-            conclusions.setdefault(fact["conclusion"], _conclusion(by_id[rid], cid))
+            conclusions.setdefault(linked, _conclusion(by_id[rid], cid))
     return {
         "schema": SCHEMA, "max_taxonomy": MAX_TAXONOMY, "text_max": TEXT_MAX, "ranking": RANKING,
         "advice": ADVICE,
         "normalise": {"ansi": _js(lognorm.ANSI), "prefix": _prefix(),
                       "wrap_widths": sorted(lognorm.WRAP_WIDTHS), "max_joined": lognorm.MAX_JOINED,
+                      "record_start": lognorm.RECORD_START,
                       "cri_partial": _js(lognorm.CRI_PARTIAL)},
         "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
                    "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS)},
@@ -64,6 +66,11 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
         "spread": {"identity": _js(spread.IDENTITY_RE), "max_shown": spread.MAX_SHOWN,
                    "text_max": spread.TEXT_MAX,
                    "facts": [{**fact, "regex": _js(re.compile(fact["pattern"]))} for fact in spread.FACTS]},
+        "series": {"metrics": [{**spec, "regex": _js(regex)} for spec, regex in series.SPECS],
+                   "needles": list(series.NEEDLES), "schedule": _js(series.SCHEDULE_RE),
+                   "rules": series.RULES, "conclusions": series.CONCLUSIONS, "order": series.ORDER,
+                   "healthy": list(series.HEALTHY), "texts": series.TEXTS,
+                   "metric_names": series.METRIC_NAMES},
         "signatures": signatures,
         "conclusions": conclusions,
     }

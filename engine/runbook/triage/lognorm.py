@@ -42,6 +42,7 @@ CRI_PARTIAL = re.compile(r"\S+ (?:stdout|stderr) P ")
 
 # Lines cut at a terminal's width or a logger's record limit are this long (characters).
 MAX_JOINED = 65536  # characters: a logical line stops growing here
+RECORD_START = 8  # a line starting with the cut line's first characters is a record of its own
 WRAP_WIDTHS = frozenset({80, 100, 120, 128, 132, 150, 160, 180, 200, 220, 240, 250, 256,
                          1024, 2048, 4096, 8192, 16384})
 
@@ -66,7 +67,8 @@ def join_wrapped(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, in
     A line is joined with the next when a container runtime marked it partial (CRI
     `stdout P`), or when it is exactly as long as a terminal or logger cuts lines and
     does not end in a space, while the next line goes on (lower case, a digit or punctuation,
-    at most one leading space) without a prefix of its own. `lines` come without line endings.
+    at most one leading space) without a prefix of its own and without starting as the cut line
+    did (a logger's `[titan] 2026-…` record of the same width). `lines` come without line endings.
     """
     pending: str | None = None
     partial = False  # the last piece of `pending` was marked partial by a container runtime
@@ -74,7 +76,8 @@ def join_wrapped(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, in
     number = start - 1
     for number, line in enumerate(lines, start):
         if pending is not None:
-            if (partial or _continues(line)) and len(pending) < MAX_JOINED:
+            goes_on = _continues(line) and not line.startswith(pending[:RECORD_START])
+            if (partial or goes_on) and len(pending) < MAX_JOINED:
                 pending += PREFIX.sub("", line, count=1) if partial else line
                 partial = _is_partial(line)
                 if not (partial or _is_cut(line)):

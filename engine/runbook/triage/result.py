@@ -30,6 +30,7 @@ from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
 from runbook.triage.scan import Triage
+from runbook.triage.series import describe as describe_numbers
 from runbook.triage.sources import Source
 from runbook.triage.spread import describe
 from runbook.triage.verdict import KNOCK_ON, Match
@@ -49,12 +50,15 @@ class TriageResult:
     notes: list[str] = field(default_factory=list)
     advice: Advice | None = None  # when the verdict names no cause
     differences: list[dict[str, Any]] = field(default_factory=list)  # spread.py: across hosts/ranks
+    readings: list[dict[str, Any]] = field(default_factory=list)  # series.py: what the numbers show
 
     def summary(self, lang: str = "en") -> str:
         """One or two sentences for a person: what failed, where, and what followed."""
         zh = lang == "zh"
-        if self.verdict == "no-error" and self.differences:
-            return ("日志中没有错误行；" if zh else "no error line; ") + describe(self.differences, lang)
+        if self.verdict == "no-error" and (self.differences or self.readings):
+            said = ([describe(self.differences, lang)] if self.differences else []) + (
+                [describe_numbers(self.readings, lang)] if self.readings else [])
+            return ("日志中没有错误行；" if zh else "no error line; ") + ("；" if zh else "; ").join(said)
         if self.verdict == "no-error":
             return ("日志中没有错误行，也没有匹配任何特征" if zh
                     else "no error found: no line reads as an error and no signature matches")
@@ -82,7 +86,7 @@ class TriageResult:
                 "lines": self.lines, "verdict": self.verdict, "summary": self.summary(lang),
                 "notes": self.notes, "matches": [m.to_json(lang) for m in self.matches],
                 "advice": self.advice.to_json(lang) if self.advice else None,
-                "differences": self.differences}
+                "differences": self.differences, "readings": self.readings}
 
 
 # How a source's lines are read: given its shape to fill, a context manager giving the lines.
@@ -108,7 +112,8 @@ def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Sour
             on_warning: Any) -> TriageResult:
     scanner = Triage(library, on_warning)
     notes: list[str] = []
-    scanner.spread.sources = len(readers)  # with several files, a file names who wrote a line
+    # with several files, a file names who wrote a line
+    scanner.spread.sources = scanner.series.sources = len(readers)
     for source, read in readers:
         shape = LogShape()
         scanner.start(source)
@@ -133,7 +138,7 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
     return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice,
-                        scanner.spread.differences())
+                        scanner.spread.differences(), scanner.series.readings())
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

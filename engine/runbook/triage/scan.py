@@ -29,6 +29,7 @@ from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
 from runbook.triage.regexinfo import Needs, digit_uniform, mask_digits, may_match, required_text
 from runbook.triage.resolver import PatternKey, log_patterns
 from runbook.triage.score import is_generic, kept_lines, specificity
+from runbook.triage.series import Series
 from runbook.triage.sources import Source, line_rank, line_time
 from runbook.triage.spread import Spread, may_state_facts
 from runbook.triage.verdict import Match, rank
@@ -151,6 +152,7 @@ class Triage:
         self.errors = ErrorLines()
         self.tail: deque[str] = deque(maxlen=ADVICE["tail_lines"])  # what advice.py reads
         self.spread = Spread()  # versions and settings per host or rank, compared at the end
+        self.series = Series()  # metric values per rank, read at the end (series.py)
         self._source = STDIN
         self._compile()
 
@@ -190,6 +192,7 @@ class Triage:
         self._source = source
         self.sources.append(source)
         self.lines = 0
+        self.series.start(source)
 
     def feed(self, lines: Iterable[str]) -> None:
         """Scan more lines of the current log, given without their line endings."""
@@ -217,6 +220,7 @@ class Triage:
         if may_state_facts(block.lowered):
             for number, raw, line in zip(numbers, texts, block.lines, strict=True):
                 self.spread.see(raw, line, self._source, number)
+        self.series.block(numbers, texts, block.lines, block.lowered)
         for pattern in self._patterns.values():
             if not may_match(pattern.needs, block.lowered):
                 continue

@@ -58,6 +58,21 @@ def may_state_facts(lowered: str) -> bool:
     return any(needle in lowered for needle in _NEEDLES)
 
 
+def who_wrote(raw: str, source: Source, many_sources: bool) -> str | None:
+    """Who wrote a line: NCCL's host prefix, else the file's host, else the rank a launcher's
+    prefix or the file names, else (with several files) the file; None for one anonymous file."""
+    host = IDENTITY_RE.search(raw[:240])
+    if host is not None:
+        return host.group(1)
+    if source.host:
+        return source.host
+    rank = line_rank(raw)
+    rank = rank if rank is not None else source.rank
+    if rank is not None:
+        return f"rank {rank}"
+    return source.path if many_sources else None
+
+
 @dataclass
 class _Seen:
     who: list[str] = field(default_factory=list)
@@ -84,7 +99,7 @@ class Spread:
             found = regex.search(text)
             if found is None:
                 continue
-            who = self._who(raw, source)
+            who = who_wrote(raw, source, self.sources > 1)
             if who is None:
                 return
             groups = found.groups()
@@ -95,18 +110,6 @@ class Spread:
             self.conclusions[fact] = spec["conclusion"]
             if who not in seen.who:
                 seen.who.append(who)
-
-    def _who(self, raw: str, source: Source) -> str | None:
-        host = IDENTITY_RE.search(raw[:240])
-        if host is not None:
-            return host.group(1)
-        if source.host:
-            return source.host
-        rank = line_rank(raw)
-        rank = rank if rank is not None else source.rank
-        if rank is not None:
-            return f"rank {rank}"
-        return source.path if self.sources > 1 else None
 
     def differences(self) -> list[dict[str, Any]]:
         """The facts stated with more than one value, each value with who states it."""

@@ -60,10 +60,33 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
 
         print()
         print(describe(result.differences, lang))
+    if result.readings:
+        _print_readings(result, lang, library)
     if result.advice is not None:
         print_advice(result.advice, lang)
     for note in result.notes:
         print(f"{'注' if zh else 'note'}: {note}")
+
+
+def _print_readings(result: TriageResult, lang: str, library: object) -> None:
+    """What the numbers show (the no-error summary already says it) and the conclusions they
+    point to, with the runbook that confirms each on the nodes."""
+    from runbook.triage.series import HEALTHY
+    from runbook.triage.series import describe as describe_numbers
+
+    zh = lang == "zh"
+    print()
+    if result.verdict != "no-error":
+        print(describe_numbers(result.readings, lang))
+    problems = [r for r in result.readings if r["reading"] not in HEALTHY]
+    if problems:
+        print("数值指向：" if zh else "the numbers point to:")
+    for reading in problems:
+        runbook_id, _, conclusion_id = reading["conclusion"].partition(":")
+        runbook = library.get(runbook_id)  # type: ignore[attr-defined]
+        conclusion = runbook.conclusions.get(conclusion_id) if runbook else None
+        title = conclusion.title.get(lang) if conclusion else conclusion_id
+        print(f"  - {runbook_id}: {title}  →  runbook run {runbook_id}")
 
 
 def print_advice(advice: Advice, lang: str) -> None:

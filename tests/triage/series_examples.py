@@ -1,0 +1,41 @@
+"""Metric logs in the formats trainers print, for the series tests of the CLI and of the site's
+triage page (Megatron-LM's iteration line, HF Trainer's dicts, torchtitan's step line)."""
+
+from __future__ import annotations
+
+
+def megatron(iteration: int, ms: float, loss: float = 7.0, lr: str = "1.500E-04") -> str:
+    return (f" iteration {iteration:8d}/  500000 | consumed samples: {iteration * 256:12d} | elapsed "
+            f"time per iteration (ms): {ms:.1f} | learning rate: {lr} | global batch size:   256 | lm "
+            f"loss: {loss:.6E} | loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 | "
+            "number of nan iterations:   0 |")
+
+
+def lines(*rows: str) -> str:
+    return "\n".join(rows) + "\n"
+
+
+CLIMBING = [2.0, 1.9, 1.8, 1.7, 1.65, 1.7, 2.2, 2.9, 3.8, 4.9, 6.1, 7.4]
+STEPS = "".join(f"step {i} loss {3 - i * 0.01:.3f} lr 0.0001\n" for i in range(10))
+IRREGULAR = {5, 6, 19, 33, 34}  # checkpoints and a GC pause, not the loader
+
+EXAMPLES: dict[str, str] = {
+    "every-8th-step-slow": lines(*(megatron(i, 2400.0 if i % 8 == 0 else 310.0 + i % 3)
+                                   for i in range(1, 49))),
+    "irregular-spikes": lines(*(megatron(i, 2400.0 if i in IRREGULAR else 310.0) for i in range(1, 49))),
+    "loss-turns-nan": lines(
+        *(f"{{'loss': {2.5 - i * 0.01:.4f}, 'grad_norm': {1 + i}, 'learning_rate': 2e-05, 'epoch': 0.{i}}}"
+          for i in range(6)),
+        "{'loss': nan, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.6}"),
+    "lightning-nan-from-start": lines(
+        "Epoch 0:  71%|███▏ | 5880/8295 [04:01<01:39, 24.37it/s, v_num=0, learning_rate_step=0.0005, "
+        "train_loss_step=nan.0"),
+    "loss-climbs": "".join(f"step {i} | loss: {v} | lr: 3e-4\n" for i, v in enumerate(CLIMBING)),
+    "lr-under-schedule": "lr_scheduler_type: cosine, warmup_steps: 100\n" + STEPS,
+    "lr-constant-no-schedule": STEPS,
+    "lr-zero": "".join(f"step {i} loss 3.0 lr 0.0\n" for i in range(10)),
+    "rank-2-slow": lines(*(
+        f"[rank{r}]:[titan] 2025-01-01 10:00:0{s} - root - INFO - step: {s}  loss: {5 - s * 0.1:.4f}  "
+        f"memory: 4.0GiB(4.2%)  tps: {int(12000 / (1.9 if r == 2 else 1.0)):,}  mfu: 30.1%"
+        for s in range(1, 6) for r in range(4))),
+}
