@@ -60,6 +60,7 @@
   var FIELDS = {
     "role": function (m, ranking) { return ranking.roleRank(m.role); },
     "generic": function (m) { return m.generic; },
+    "catch_all": function (m) { return !!(m.info && m.info.catch_all); },
     "position": function (m) { return m.first.no; },
     "score": function (m) { return m.score; }
   };

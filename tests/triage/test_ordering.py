@@ -22,6 +22,7 @@ class Fake:
     score: float = 1.0
     generic: bool = False
     time: str | None = None
+    catch_all: bool = False
     path: str = "a.log"
 
     @property
@@ -55,6 +56,16 @@ def test_the_keys_are_data() -> None:
     by_score = changed(order=[{"key": "score", "descending": True}, {"key": "position"}])
     assert names(order(MATCHES, by_score)) == [
         "cause-3-strong", "late-knock-on", "generic", "cause-3", "cause-10"]
+
+
+def test_a_last_resort_conclusion_follows_the_causes_that_name_one() -> None:
+    """`unhandled system error` (system-error-unexplained) on line 1 and NCCL's last error naming
+    the failed connection on line 14, both causes: the one that names the cause comes first."""
+    wrapper = Fake("system-error-unexplained", "cause", 1, catch_all=True)
+    named = Fake("network-errors-in-log", "cause", 14)
+    assert names(order([wrapper, named])) == ["network-errors-in-log", "system-error-unexplained"]
+    knock_on = Fake("watchdog", "knock-on", 0)
+    assert names(order([knock_on, wrapper])) == ["system-error-unexplained", "watchdog"]
 
 
 def test_times_order_a_run_when_every_match_has_one() -> None:

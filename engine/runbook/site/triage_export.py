@@ -112,6 +112,7 @@ def _conclusion(rb: Runbook, conclusion_id: str) -> dict[str, Any]:
             "title": {lang: conclusion.title.get(lang) for lang in LANGS},
             "runbook_title": {lang: rb.title.get(lang) for lang in LANGS},
             "taxonomy": list(conclusion.taxonomy[:MAX_TAXONOMY]),
+            "catch_all": conclusion.generic,  # ranked after the conclusions that name a cause
             # the runbook page gives every conclusion a section with its id as the anchor
             "url": {lang: P.runbook_url(lang, rb.id, conclusion_id) for lang in LANGS}}
 

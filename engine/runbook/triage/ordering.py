@@ -22,6 +22,8 @@ class Ranked(Protocol):
     role: str
     score: float
 
+    catch_all: bool
+
     @property
     def generic(self) -> bool: ...
 
@@ -49,6 +51,7 @@ def position(line: LineHit | None) -> tuple[int, str, int]:
 FIELDS: dict[str, Callable[[Ranked, Mapping[str, Any]], Any]] = {
     "role": lambda match, ranking: role_rank(match.role, ranking),
     "generic": lambda match, ranking: match.generic,
+    "catch_all": lambda match, ranking: match.catch_all,
     "position": lambda match, ranking: position(match.first),
     "score": lambda match, ranking: match.score,
 }

@@ -26,8 +26,10 @@ object, so a change to the ranking is made here and nowhere else. Everything her
 - `confidence_digits`: a confidence is the evidence's times the role's share, rounded to this
   many decimals.
 - `order`: the sort keys, the first deciding: `role` (its place in `roles`), `generic` (specific
-  before generic), `position` (the earliest line: file, then line number; a match without one
-  last), `score`; `descending` reverses a key.
+  before generic), `catch_all` (a conclusion the library marks `generic: true`, its last resort
+  such as `system-error-unexplained`, after the conclusions that name a cause: NCCL's last
+  error says more than the `unhandled system error` that wraps it), `position` (the earliest
+  line: file, then line number; a match without one last), `score`; `descending` reverses a key.
 - `by_time`: within each run of matches equal on the `within` keys, earlier timestamps first
   when every match of the run has one (date and time when all have a date, else the time of
   day), so lines of different files are ordered by the clock, not by which file was read first;
@@ -68,9 +70,10 @@ RANKING: dict[str, Any] = {
     "order": [
         {"key": "role"},
         {"key": "generic"},
+        {"key": "catch_all"},
         {"key": "position"},
         {"key": "score", "descending": True},
     ],
-    "by_time": {"within": ["role", "generic"]},
+    "by_time": {"within": ["role", "generic", "catch_all"]},
     "lines": {"kept": 3, "shown": 10, "shown_first": 3},
 }

@@ -50,6 +50,7 @@ class Match:
     signatures: list[SignatureHit] = field(default_factory=list)  # best first
     similar_to: LineHit | None = None  # for `similar`: the error line that was compared
     kind: str = "conclusion"  # or "article" (a knowledge-base article, for `similar` only)
+    catch_all: bool = False  # its conclusion is the library's last resort (`generic: true`)
 
     @property
     def first(self) -> LineHit | None:
@@ -167,7 +168,7 @@ def _match(library: Library, key: tuple[str, str], conclusion: Conclusion,
     sure = confidence("signature", {"weight": best.weight, "count": best.count, "generic": generic,
                                     "score": score}, role)
     return Match(book_id, entry, conclusion.id, conclusion.title, conclusion.taxonomy[:MAX_TAXONOMY],
-                 role, sure, score, hits)
+                 role, sure, score, hits, catch_all=conclusion.generic)
 
 
 def confidence(evidence: str, names: Mapping[str, Any], role: str) -> float:
