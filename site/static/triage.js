@@ -612,6 +612,17 @@
     return result;
   };
 
+  // "What it means:" and a link to the conclusion a difference or a reading points to
+  Page.prototype.addMeaning = function (item, conclusion) {
+    var info = this.engine.data.conclusions[conclusion];
+    if (!info) return;
+    var means = element("p", "triage-differs-means", this.ui.triage_differs_means + " ");
+    var link = element("a", null, info.title[this.lang] || info.title.en);
+    link.href = this.root + info.url[this.lang];
+    means.appendChild(link);
+    item.appendChild(means);
+  };
+
   // What differs across hosts or ranks (spread.py), with the conclusion it points to
   Page.prototype.showDifferences = function (differences) {
     var ui = this.ui, box = element("div", "triage-differences");
@@ -624,14 +635,7 @@
       item.appendChild(document.createTextNode(diff.values.map(function (v) {
         return v.value + " " + ui.triage_differs_on + " " + v.who.join(", ") + (v.more ? " (+" + v.more + ")" : "");
       }).join("; ")));
-      var info = this.engine.data.conclusions[diff.conclusion];
-      if (info) {
-        var means = element("p", "triage-differs-means", ui.triage_differs_means + " ");
-        var link = element("a", null, info.title[this.lang] || info.title.en);
-        link.href = this.root + info.url[this.lang];
-        means.appendChild(link);
-        item.appendChild(means);
-      }
+      this.addMeaning(item, diff.conclusion);
       list.appendChild(item);
     }, this);
     box.appendChild(list);
@@ -647,14 +651,7 @@
       var item = element("li");
       item.setAttribute("data-reading", reading.reading);
       item.appendChild(document.createTextNode(this.engine.describeReading(reading, this.lang)));
-      var info = this.engine.data.conclusions[reading.conclusion];
-      if (info) {
-        var means = element("p", "triage-differs-means", ui.triage_differs_means + " ");
-        var link = element("a", null, info.title[this.lang] || info.title.en);
-        link.href = this.root + info.url[this.lang];
-        means.appendChild(link);
-        item.appendChild(means);
-      }
+      this.addMeaning(item, reading.conclusion);
       list.appendChild(item);
     }, this);
     box.appendChild(list);
