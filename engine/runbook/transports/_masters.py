@@ -8,12 +8,14 @@ seconds after its last session ends, so a run within the window (or the next rou
 Their sockets lie in a directory of runbook's own, mode 0700 and owned by the user:
 $XDG_RUNTIME_DIR/runbook-ssh, else /tmp/runbook-ssh-<uid>. A socket's name is a hash of
 what picks the connection (host, port, user, the ssh config in force), short enough for the
-107 bytes of an AF_UNIX path. Beside each socket, NAME.log holds what its master printed.
+107 bytes of an AF_UNIX path. While a master starts, NAME.log beside it takes what it prints
+(the reason when it cannot connect); it is removed once read.
 
 A socket whose master is gone (killed: nothing listens) or does not answer within
-CHECK_TIMEOUT_S (stopped, stuck) is stale: `discard()` kills the process that listens there,
-after checking that it is the user's `ssh` started for that socket, and removes the socket,
-so that a new master can take its place. `runbook ssh-masters --stop` ends them all.
+CHECK_TIMEOUT_S (stopped, stuck) is stale, and so is a master on which a session does not
+open within --connect-timeout (its connection no longer answers): `discard()` kills the
+user's `ssh` started as the master of that socket (and nothing else) and removes the socket,
+so that a new master takes its place. `runbook ssh-masters --stop` ends them all.
 """
 
 from __future__ import annotations
@@ -22,9 +24,7 @@ import contextlib
 import hashlib
 import os
 import signal
-import socket
 import stat
-import struct
 import tempfile
 import time
 from dataclasses import dataclass
@@ -95,34 +95,31 @@ def connect(path: Path, timeout: float = CHECK_TIMEOUT_S) -> MuxConnection | Non
         conn.alive_check(time.monotonic() + timeout)  # the hello alone does not prove it works
         return conn
     except MuxError:
-        discard(path, conn.peer_pid() if conn is not None else _listener_pid(path, timeout))
         if conn is not None:
             conn.close()
+        discard(path)
         return None
 
 
-def _listener_pid(path: Path, timeout: float) -> int | None:
-    """The pid behind a socket that did not answer (SO_PEERCRED), None when nothing listens."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(str(path))
-        except OSError:
-            return None
-        with contextlib.suppress(OSError):
-            pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                              struct.calcsize("3i")))
-            return pid if uid == os.getuid() and pid > 0 else None
-    return None
-
-
-def discard(path: Path, pid: int | None) -> None:
-    """Replace-ready: kill the master on `path` if `pid` is it, remove the socket."""
-    if pid and is_master_of(pid, path):
+def discard(path: Path) -> None:
+    """Make way for a new master on `path`: kill the old one (a stopped process gets SIGKILL
+    too) and remove the socket."""
+    for pid in master_pids(path):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)  # a stopped process gets SIGKILL too
+            os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def master_pids(path: Path) -> list[int]:
+    """Our `ssh` processes started as the master of `path`. Read from /proc: the socket's own
+    peer credentials name the process that made it, which exits when the master goes to
+    the background."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and is_master_of(int(entry.name), path):
+            found.append(int(entry.name))
+    return found
 
 
 def is_master_of(pid: int, path: Path) -> bool:
@@ -169,8 +166,8 @@ def _host_of(pid: int, path: Path) -> str:
 
 
 def stop(master: Master) -> bool:
-    """Ask a master to exit (`ssh -O exit`); kill it if it does not answer. The socket and its
-    log are removed. True when a running master was stopped."""
+    """Ask a master to exit (`ssh -O exit`); kill it if it does not answer. The socket is
+    removed. True when a running master was stopped."""
     stopped = False
     if master.pid:
         with contextlib.suppress(MuxError):
@@ -181,11 +178,10 @@ def stop(master: Master) -> bool:
             finally:
                 conn.close()
     if not stopped:
-        discard(master.path, master.pid)
+        discard(master.path)
         stopped = master.pid is not None
-    for leftover in (master.path, log_path(master.path)):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        master.path.unlink()
     return stopped
 
 

@@ -76,14 +76,6 @@ class MuxConnection:
             self.close()
             raise
 
-    def peer_pid(self) -> int | None:
-        """The pid of the process listening on the socket (SO_PEERCRED), even a stopped one."""
-        with contextlib.suppress(OSError):
-            creds = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            pid, uid, _ = struct.unpack("3i", creds)
-            return pid if uid == os.getuid() and pid > 0 else None
-        return None
-
     def request_id(self) -> int:
         self._next_id += 1
         return self._next_id

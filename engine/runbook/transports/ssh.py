@@ -245,8 +245,8 @@ class SshTransport:
         try:
             proc = conn.open_session(script, time.monotonic() + self.connect_timeout)
         except MuxError as exc:
-            masters.discard(master, conn.peer_pid())
             conn.close()
+            masters.discard(master)
             if fresh:
                 raise SshError(f"cannot open a session on the new SSH connection to {node.name}: "
                                f"{exc}") from None
@@ -269,6 +269,10 @@ class SshTransport:
         if code is None:  # slower than --connect-timeout, or close() ran
             kill_group(proc.pid)
             proc.wait()
+        text = ""
+        with contextlib.suppress(OSError):
+            text = log.read_text(errors="replace")
+            log.unlink()  # read only here: the master's later words go to the unlinked file
         if self.closed:
             raise SshError(INTERRUPTED)
         if code == 0:
@@ -276,13 +280,10 @@ class SshTransport:
         if code is None and (other := masters.connect(master)) is not None:
             other.close()  # another run's master took the socket first (ours then waits on): use it
             return
-        masters.discard(master, None)
+        masters.discard(master)
         where = self._where(node)
         if code is None:
             raise SshError(openssh.too_slow(where[0], where[1], self.connect_timeout))
-        text = ""
-        with contextlib.suppress(OSError):
-            text = log.read_text(errors="replace")
         raise SshError(openssh.describe_failure(text if code == _SSH_FAILED_EXIT else "", where,
                                                 self.connect_timeout, time.monotonic() - started))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 
 
@@ -18,17 +17,13 @@ def run(args: argparse.Namespace) -> int:
     found = masters.masters(folder)
     if args.stop:
         stopped = sum(masters.stop(m) for m in found)
-        for log in folder.glob("*.log"):  # a master that ended by itself leaves its log
-            if not log.with_suffix("").exists():
-                with contextlib.suppress(OSError):
-                    log.unlink()
         stale = len(found) - stopped
         print(f"stopped {stopped} SSH connection(s)" + (f", removed {stale} stale socket(s)" if stale
                                                         else "") + f" in {folder}")
         return 0
     if not found:
         print(f"no SSH connections kept open (in {folder})")
-    for m in found:
+    for m in sorted(found, key=lambda m: m.host):
         state = f"pid {m.pid}" if m.pid else "stale (its master is gone or stuck; --stop removes it)"
         print(f"{m.host:<40} {state:<10} {m.path}")
     return 0
