@@ -275,7 +275,8 @@ class SshTransport:
             with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as err:
                 # a file, not a pipe: the master keeps its stderr open for as long as it lives
                 proc = subprocess.Popen(self._argv(node, None, master), stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                                        stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                        cwd="/")  # the master outlives us: it pins no directory
         except OSError as exc:
             raise SshError(_NO_SSH.format(exc.strerror or exc)) from None
         code = _wait_exit(proc, started + self.connect_timeout, self._cancel_r)
