@@ -11,7 +11,7 @@ what picks the connection (host, port, user, the ssh config in force), short eno
 107 bytes of an AF_UNIX path. While a master starts, NAME.log beside it takes what it prints
 (the reason when it cannot connect); it is removed once read.
 
-A socket whose master is gone (killed: nothing listens) or does not answer within
+A socket whose master is gone (killed: nothing listens) or does not send its hello within
 CHECK_TIMEOUT_S (stopped, stuck) is stale, and so is a master on which a session does not
 open within --connect-timeout (its connection no longer answers): `discard()` kills the
 user's `ssh` started as the master of that socket (and nothing else) and removes the socket,
@@ -33,7 +33,7 @@ from pathlib import Path
 from runbook.transports._mux import MuxConnection, MuxError
 
 DEFAULT_PERSIST_S = 60
-CHECK_TIMEOUT_S = 2.0  # a master answers its alive check in microseconds; a stuck one never
+CHECK_TIMEOUT_S = 2.0  # a master says hello in microseconds; a stuck one never
 NAME_HEX = 24  # 96 bits of the key's hash: the socket's name
 SUN_PATH_MAX = 107  # AF_UNIX path bytes on Linux, less the final NUL
 
@@ -89,14 +89,11 @@ def connect(path: Path, timeout: float = CHECK_TIMEOUT_S) -> MuxConnection | Non
     a master that is gone or does not answer in time is discarded first."""
     if not path.exists():
         return None
-    conn = None
     try:
-        conn = MuxConnection(str(path), time.monotonic() + timeout)
-        conn.alive_check(time.monotonic() + timeout)  # the hello alone does not prove it works
-        return conn
+        # The master's hello comes from its event loop: it proves a working master as well as
+        # `ssh -O check` would, without one more round trip.
+        return MuxConnection(str(path), time.monotonic() + timeout)
     except MuxError:
-        if conn is not None:
-            conn.close()
         discard(path)
         return None
 
