@@ -10,6 +10,7 @@ import signal
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 from runbook.transports import Node, ProbeAnswer
 from runbook.transports import _masters as masters
+from runbook.transports._mux import MuxConnection, MuxRefused
 from runbook.transports.ssh import SshTransport
 from tests import cluster_fixture
 
@@ -170,11 +172,33 @@ def test_ssh_masters_lists_the_kept_connections_and_stop_ends_them(ssh_home, con
 
 
 def _wait_for(condition: Callable[[], Any], timeout: float = 15.0) -> None:
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.05)
     raise AssertionError(f"not within {timeout}s")
+
+
+def test_a_node_that_refuses_one_more_session_gets_a_connection_of_the_runs_own(
+        ssh_home, control: Path) -> None:
+    cl = ssh_home(1)
+    host = cl.hosts[0]
+    config = host.sshd_config.read_text().replace("MaxSessions 100", "MaxSessions 1")
+    host.sshd_config.write_text(config)
+    os.kill(host.ns_init_pid, signal.SIGHUP)  # sshd re-reads its config: new connections get it
+    _wait_for(lambda: one_run().status == "ok")  # on a master made under MaxSessions 1
+    master = the_master(control)
+    conn = MuxConnection(str(master.path), time.monotonic() + 10)
+    busy = conn.open_session("exec sleep 60", time.monotonic() + 10)  # another run's session
+    try:
+        second = MuxConnection(str(master.path), time.monotonic() + 10)
+        with pytest.raises(MuxRefused):  # the node allows no second session on that connection
+            second.open_session("true", time.monotonic() + 10)
+        second.close()
+        answer = one_run()
+        assert answer.status == "ok" and answer.result  # over a connection of its own ...
+        assert the_master(control).pid == master.pid  # ... and the shared master is left alone
+        assert busy.poll() is None
+    finally:
+        busy.kill()

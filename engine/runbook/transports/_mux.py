@@ -42,6 +42,10 @@ class MuxError(Exception):
     """The master cannot be used: gone, stopped, refusing, or not answering in time."""
 
 
+class MuxRefused(MuxError):
+    """The master answered, but no: the node refused one more session (sshd's MaxSessions)."""
+
+
 class MuxTimeout(MuxError):
     """No whole message before the deadline (or, without one, none there yet)."""
 
@@ -154,7 +158,9 @@ class MuxConnection:
             raise
         if kind != S_SESSION_OPENED:
             _close_all(ours)
-            raise MuxError(_reason(kind, reply) or f"session request answered {kind:#x}")
+            if kind in (S_PERMISSION_DENIED, S_FAILURE):
+                raise MuxRefused(_reason(kind, reply) or "session refused")
+            raise MuxError(f"session request answered {kind:#x}")
         return MuxProcess(self, *ours)
 
     def close(self) -> None:

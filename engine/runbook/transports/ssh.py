@@ -16,7 +16,8 @@ that many seconds, and the probe's session is opened on it through OpenSSH's mux
 and no key exchange (about 3 ms of CPU per node, its master included, instead of about 17:
 bench/fanout/reuse.py). A master that is gone, stuck, or whose connection no longer opens a
 session within --connect-timeout is discarded and replaced (_masters.py); a failure of a new
-one is the node's reason as above.
+one is the node's reason as above. A node that refuses one more session on a working master
+(MaxSessions, other runs on it) gets an `ssh` of this run's own; the master is left alone.
 
 Over that one connection a short shell prints its PID, checks for Python, sends for the
 bundle only when the node lacks this exact version (keyed by content hash; written beside,
@@ -56,7 +57,7 @@ from typing import Any
 from runbook.transports import INTERRUPTED, Node, ProbeAnswer
 from runbook.transports import _masters as masters
 from runbook.transports import _openssh as openssh
-from runbook.transports._mux import MuxConnection, MuxError
+from runbook.transports._mux import MuxConnection, MuxError, MuxRefused
 from runbook.transports._probe_pipe import kill_group, spawn
 from runbook.transports._session import Session
 from runbook.transports.bundle import bundle_bytes, bundle_name
@@ -255,9 +256,17 @@ class SshTransport:
                  fresh: bool) -> Session | None:
         """A session on `conn`'s master; a master that cannot open one within --connect-timeout
         (its connection no longer answers) is discarded: None for an old one, SshError for
-        the one just made."""
+        the one just made. A node that refuses one more session on a working master (sshd's
+        MaxSessions, while other runs use it) gets a connection of this run's own instead."""
         try:
             proc = conn.open_session(script, time.monotonic() + self.connect_timeout)
+        except MuxRefused:
+            conn.close()  # the master is fine and may serve other runs: leave it
+            self._take_connect_slot()
+            try:
+                return self._connect_direct(node, script)
+            finally:
+                self._connect_slots.release()
         except MuxError as exc:
             conn.close()
             masters.discard(master)
@@ -313,8 +322,12 @@ class SshTransport:
         master = self._master_path(node)
         if master is not None:
             return self._connect_on_master(node, python, master)
+        return self._connect_direct(node, self._script(node, python))
+
+    def _connect_direct(self, node: Node, script: str) -> Session:
+        """The probe over an `ssh` process of its own, which no other run shares."""
         try:
-            proc = spawn(self._argv(node, self._script(node, python)))  # a Ctrl-C reaches us, not ssh
+            proc = spawn(self._argv(node, script))  # a Ctrl-C reaches us, not ssh
         except OSError as exc:
             raise SshError(_NO_SSH.format(exc.strerror or exc)) from None
         return self._begin(node, Session(proc, self._cancel_r))
