@@ -196,8 +196,7 @@ class SshTransport:
         python = self._python(node)
         with self._registry_lock:
             # Build the bundle (and its hash) once, before the nodes' threads all ask at once:
-            # lru_cache does not make them wait, so each would zip it anew (about 15 ms of CPU
-            # per node of a run, the most of its cost per node once connections are reused).
+            # lru_cache does not make them wait, so each thread that came first would zip it anew.
             bundle_name()
         if self._master_path(node) is not None:  # slots for handshakes only: a reuse has none
             return self._connect(node, python)
