@@ -187,11 +187,16 @@ def tail(text: str | None, n: int = 600) -> str:
 # ----------------------------------------------------------------------------- the three methods
 
 
-def runbook_method(runbook: Path, cluster: Cluster, hosts: int, log: Path) -> Callable[[], Sample]:
+def runbook_method(runbook: Path, cluster: Cluster, hosts: int, log: Path, persist: int = 0,
+                   ) -> Callable[[], Sample]:
+    """`runbook run fanout-5` on `hosts` nodes. persist 0 (this file's runs): no connection is
+    kept for the next run, as Ansible's fresh control directory per run; reuse.py measures
+    the reused ones, with the CPU of their masters, which no rusage counts."""
     names = cluster.names()[:hosts]
     nodes = names[0] if hosts == 1 else f"node[01-{hosts:02d}]"
     argv = [str(runbook), "run", RUNBOOK_ID, "--nodes", nodes, "--forks", str(hosts),
-            "--set", f"log={log}", "--set", f"logdir={log.parent}", "--format", "json"]
+            "--set", f"log={log}", "--set", f"logdir={log.parent}", "--format", "json",
+            "--ssh-persist", str(persist)]
     env = {**cluster.env(), "RUNBOOK_PATH": str(RUNBOOKS)}
 
     def run() -> Sample:

@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "site": ("runbook.cli.site", "build or preview the bilingual static site (site build | site serve)"),
     "collect": ("runbook.cli.collect", "gather a redacted diagnosis bundle (.tar.gz) from every node"),
     "alerts": ("runbook.cli.alerts", "alerts serve: diagnose each alert Alertmanager sends, read-only"),
+    "ssh-masters": ("runbook.cli.ssh_masters", "list the SSH connections kept open for reuse "
+                    "(--ssh-persist); --stop ends them"),
     "mcp": ("runbook.cli.mcp", "serve the runbooks as tools to an on-call assistant (MCP; read-only "
             "by default)"),
 }

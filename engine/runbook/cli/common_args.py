@@ -57,6 +57,9 @@ def add_reach_args(where: argparse._ActionsContainer) -> None:
                        "(default: python3; use the training environment's)")
     where.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
                        help="SSH connect timeout per node (default 10)")
+    where.add_argument("--ssh-persist", type=float, default=60.0, metavar="S",
+                       help="keep each node's SSH connection open S seconds after the run, for the "
+                       "next run to reuse (default 60; 0: off; `runbook ssh-masters --stop` ends them)")
     where.add_argument("--accept-new-host-keys", action="store_true",
                        help="accept SSH host keys missing from known_hosts (default: refuse)")
     where.add_argument("--forks", type=int, default=256,

@@ -80,7 +80,8 @@ def transports_from_args(args: argparse.Namespace) -> NodeTransports:
     options: dict[str, Any] = dict(
         local={"python": args.python},
         ssh={"python": args.python, "connect_timeout": args.connect_timeout,
-             "accept_new_host_keys": args.accept_new_host_keys},
+             "accept_new_host_keys": args.accept_new_host_keys,
+             "persist": getattr(args, "ssh_persist", 60.0)},
         ray={"address": args.ray_address, "python": args.python},
         slurm={"python": args.python})
     owner = getattr(args, "_slurm_allocation", None)

@@ -9,6 +9,16 @@ is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's C
 (bench/fanout, 64 nodes). Handshakes under way at once are capped (CONNECT_SLOTS), so that
 hundreds of nodes on a small client do not each take longer than --connect-timeout.
 
+Connections are reused across runs (`persist`, --ssh-persist, 60 s by default; 0: off): the
+`ssh` of a node is then a control master (`ssh -N`, ControlPersist) that outlives the run by
+that many seconds, and the probe's session is opened on it through OpenSSH's mux protocol
+(_mux.py) with no `ssh` process, so a repeat within the window costs the client no process
+and no key exchange (about 3 ms of CPU per node, its master included, instead of about 17:
+bench/fanout/reuse.py). A master that is gone, stuck, or whose connection no longer opens a
+session within --connect-timeout is discarded and replaced (_masters.py); a failure of a new
+one is the node's reason as above. A node that refuses one more session on a working master
+(MaxSessions, other runs on it) gets an `ssh` of this run's own; the master is left alone.
+
 Over that one connection a short shell prints its PID, checks for Python, sends for the
 bundle only when the node lacks this exact version (keyed by content hash; written beside,
 then moved, so a half-written bundle is never used) and becomes the serving probe: a request
@@ -32,17 +42,23 @@ import math
 import os
 import re
 import resource
+import select
 import shlex
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from runbook.transports import INTERRUPTED, Node, ProbeAnswer
+from runbook.transports import _masters as masters
 from runbook.transports import _openssh as openssh
-from runbook.transports._probe_pipe import spawn
+from runbook.transports._mux import MuxConnection, MuxError, MuxRefused
+from runbook.transports._probe_pipe import kill_group, spawn
 from runbook.transports._session import Session
 from runbook.transports.bundle import bundle_bytes, bundle_name
 from runbook.transports.local import parse_answer
@@ -56,6 +72,7 @@ _NO_PYTHON_EXIT = 127
 _COPY_FAILED_EXIT = 90
 _SSH_FAILED_EXIT = 255  # ssh's own failures; the probe never exits with it
 CONNECT_SLOTS = max(64, 16 * (os.cpu_count() or 1))  # handshakes under way at once
+_NO_SSH = "cannot run the OpenSSH client `ssh`: {} (install openssh-client)"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -69,10 +86,14 @@ class ProbeFailure(Exception):
 
 class SshTransport:
     def __init__(self, python: str | None = None, connect_timeout: float = 10.0,
-                 accept_new_host_keys: bool = False, **_: Any) -> None:
+                 accept_new_host_keys: bool = False, persist: float = masters.DEFAULT_PERSIST_S,
+                 **_: Any) -> None:
         self.python = python
         self.connect_timeout = max(1.0, connect_timeout)
         self.accept_new_host_keys = accept_new_host_keys
+        self.persist = max(0, math.ceil(persist))  # seconds a node's master outlives the run; 0: none
+        self._control: Path | None = None  # the masters' directory, once asked for
+        self._stamp: str | None = None  # _config_stamp(), once
         self._config: str | None = None
         self._sessions: dict[str, Session] = {}  # node -> its ssh and serving probe
         self._locks: dict[str, threading.Lock] = {}
@@ -154,26 +175,140 @@ class SshTransport:
                     raise SshError(str(exc)) from None
             return self._config
 
-    def _argv(self, node: Node, command: str) -> list[str]:
+    def _argv(self, node: Node, command: str | None, master: Path | None = None) -> list[str]:
+        """`ssh` running `command` on the node, or (command None) the node's master on `master`."""
         host = str(node.vars.get("host") or node.name)
         argv = ["ssh", "-F", self._config_file(), "-T", "-o", "BatchMode=yes",
                 "-o", f"ConnectTimeout={math.ceil(self.connect_timeout)}",
-                "-o", "StrictHostKeyChecking=" + ("accept-new" if self.accept_new_host_keys else "yes"),
-                "-o", "ControlMaster=no"]  # a master left behind would hold our pipes open
+                "-o", "StrictHostKeyChecking=" + ("accept-new" if self.accept_new_host_keys else "yes")]
+        if master is None:  # a master of the user's own would hold our pipes open
+            argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+        else:
+            argv += [*masters.master_options(master, self.persist), "-N"]
         if node.vars.get("port"):
             argv += ["-p", str(int(node.vars["port"]))]
         if node.vars.get("user"):
             argv += ["-l", str(node.vars["user"])]
-        return [*argv, "--", host, command]
+        return [*argv, "--", host, *([command] if command is not None else [])]
 
     def _start(self, node: Node) -> Session:
         """Connect, check for Python, ship the bundle if needed and start the serving probe."""
         python = self._python(node)
+        with self._registry_lock:
+            # Build the bundle (and its hash) once, before the nodes' threads all ask at once:
+            # lru_cache does not make them wait, so each thread that came first would zip it anew.
+            bundle_name()
+        if self._master_path(node) is not None:  # slots for handshakes only: a reuse has none
+            return self._connect(node, python)
         self._take_connect_slot()
         try:
             return self._connect(node, python)
         finally:
             self._connect_slots.release()
+
+    # -- reused connections: a control master per node (_masters.py, _mux.py) --
+
+    def _master_path(self, node: Node) -> Path | None:
+        """Where the node's master listens; None when connections are not reused."""
+        if self.persist <= 0:
+            return None
+        with self._registry_lock:
+            if self._control is None:
+                try:
+                    self._control = masters.control_dir()
+                except masters.NoControlDir as exc:
+                    print(f"runbook: {exc}; each run connects anew", file=sys.stderr)
+                    self.persist = 0
+                    return None
+            if self._stamp is None:
+                self._stamp = _config_stamp()
+        port = node.vars.get("port") or ""
+        user = node.vars.get("user") or ""
+        host = node.vars.get("host") or node.name
+        # The config file's name hashes its text, which names the user's and the system's
+        # configs; their own changes (a new HostName) are in the stamp.
+        key = f"{user}@{host}:{port} {self._config_file()} {self._stamp}"
+        return masters.socket_path(self._control, key)
+
+    def _connect_on_master(self, node: Node, python: str, master: Path) -> Session:
+        """The probe's session on the node's master: the one a run within the window left, or
+        (none, or a stale or broken one, which is discarded) a new master."""
+        script = self._script(node, python)
+        conn = masters.connect(master)
+        if conn is not None:
+            session = self._open_on(node, conn, master, script, fresh=False)
+            if session is not None:
+                return session
+        self._take_connect_slot()
+        try:
+            self._start_master(node, master)
+        finally:
+            self._connect_slots.release()
+        conn = masters.connect(master, self.connect_timeout)
+        if conn is None:
+            raise SshError(f"the SSH connection to {node.name} ended as soon as it was made")
+        session = self._open_on(node, conn, master, script, fresh=True)
+        assert session is not None
+        return session
+
+    def _open_on(self, node: Node, conn: MuxConnection, master: Path, script: str,
+                 fresh: bool) -> Session | None:
+        """A session on `conn`'s master; a master that cannot open one within --connect-timeout
+        (its connection no longer answers) is discarded: None for an old one, SshError for
+        the one just made. A node that refuses one more session on a working master (sshd's
+        MaxSessions, while other runs use it) gets a connection of this run's own instead."""
+        try:
+            proc = conn.open_session(script, time.monotonic() + self.connect_timeout)
+        except MuxRefused:
+            conn.close()  # the master is fine and may serve other runs: leave it
+            self._take_connect_slot()
+            try:
+                return self._connect_direct(node, script)
+            finally:
+                self._connect_slots.release()
+        except MuxError as exc:
+            conn.close()
+            masters.discard(master)
+            if fresh:
+                raise SshError(f"cannot open a session on the new SSH connection to {node.name}: "
+                               f"{exc}") from None
+            return None
+        return self._begin(node, Session(proc, self._cancel_r))
+
+    def _start_master(self, node: Node, master: Path) -> None:
+        """`ssh -N` as the node's master: it returns once connected and logged in (its master
+        goes on in the background), or with ssh's 255 and the reason in its log."""
+        log = masters.log_path(master)
+        started = time.monotonic()
+        try:
+            with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as err:
+                # a file, not a pipe: the master keeps its stderr open for as long as it lives
+                proc = subprocess.Popen(self._argv(node, None, master), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                        cwd="/")  # the master outlives us: it pins no directory
+        except OSError as exc:
+            raise SshError(_NO_SSH.format(exc.strerror or exc)) from None
+        code = _wait_exit(proc, started + self.connect_timeout, self._cancel_r)
+        if code is None:  # slower than --connect-timeout, or close() ran
+            kill_group(proc.pid)
+            proc.wait()
+        text = ""
+        with contextlib.suppress(OSError):
+            text = log.read_text(errors="replace")
+            log.unlink()  # read only here: the master's later words go to the unlinked file
+        if self.closed:
+            raise SshError(INTERRUPTED)
+        if code == 0:
+            return
+        if code is None and (other := masters.connect(master)) is not None:
+            other.close()  # another run's master took the socket first (ours then waits on): use it
+            return
+        masters.discard(master)
+        where = self._where(node)
+        if code is None:
+            raise SshError(openssh.too_slow(where[0], where[1], self.connect_timeout))
+        raise SshError(openssh.describe_failure(text if code == _SSH_FAILED_EXIT else "", where,
+                                                self.connect_timeout, time.monotonic() - started))
 
     def _take_connect_slot(self) -> None:
         """Wait for one of CONNECT_SLOTS: hundreds of handshakes at once on a small client would
@@ -183,12 +318,21 @@ class SshTransport:
                 raise SshError(INTERRUPTED)
 
     def _connect(self, node: Node, python: str) -> Session:
+        master = self._master_path(node)
+        if master is not None:
+            return self._connect_on_master(node, python, master)
+        return self._connect_direct(node, self._script(node, python))
+
+    def _connect_direct(self, node: Node, script: str) -> Session:
+        """The probe over an `ssh` process of its own, which no other run shares."""
         try:
-            proc = spawn(self._argv(node, self._script(node, python)))  # a Ctrl-C reaches us, not ssh
+            proc = spawn(self._argv(node, script))  # a Ctrl-C reaches us, not ssh
         except OSError as exc:
-            raise SshError(f"cannot run the OpenSSH client `ssh`: {exc.strerror or exc} (install "
-                           "openssh-client)") from None
-        session = Session(proc, self._cancel_r)
+            raise SshError(_NO_SSH.format(exc.strerror or exc)) from None
+        return self._begin(node, Session(proc, self._cancel_r))
+
+    def _begin(self, node: Node, session: Session) -> Session:
+        """Register a node's new session (close() may stop it from here on) and start its probe."""
         with self._registry_lock:
             if self.closed:  # close() ran while this one was starting
                 session.kill()
@@ -292,6 +436,40 @@ def _expect(session: Session, deadline: float, wanted: Any) -> bytes | None:
         if wanted(line.strip()):
             return line.strip()
     return None
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], deadline: float, cancel_fd: int) -> int | None:
+    """proc's exit status; None at the deadline or when cancel_fd becomes readable."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd: short waits in turn
+        pidfd = None
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if pidfd is not None:
+                ready, _, _ = select.select([pidfd, cancel_fd], [], [], left)
+                if cancel_fd in ready:
+                    return proc.poll()
+            elif select.select([cancel_fd], [], [], min(left, 0.05))[0]:
+                return proc.poll()
+            if (code := proc.poll()) is not None:
+                return code
+        return proc.poll()
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _config_stamp() -> str:
+    """When and how big the user's and the system's ssh configs are: one changed, a new master."""
+    stamp = []
+    for path in (Path(os.environ.get("HOME") or "/") / ".ssh" / "config", openssh.SYSTEM_CONFIG):
+        try:
+            info = path.stat()
+            stamp.append(f"{info.st_mtime_ns}:{info.st_size}")
+        except OSError:
+            stamp.append("-")
+    return ",".join(stamp)
 
 
 def _last_line(text: str) -> str:
