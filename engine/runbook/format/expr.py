@@ -34,6 +34,7 @@ from jinja2.filters import make_attrgetter
 from jinja2.runtime import ChainableUndefined, Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
+from runbook.format import compiled as _compiled
 from runbook.format import inputs as _inputs
 
 NAMES = ("result", "cluster", "steps", "params", "node", "job")
@@ -476,6 +477,8 @@ class Expression:
     plain_paths: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     # What it can see of its variables (format/inputs.py): equal input keys, equal results.
     inputs: tuple[tuple[Any, ...], ...] = ()
+    # The same evaluation as plain Python closures (format/compiled.py); None: Jinja's code.
+    closure: Callable[[dict[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
 
     def read(self, path: str, variables: dict[str, Any]) -> Any:
         """The value of one of `reads` (ChainableUndefined when missing): evidence of a decision."""
@@ -487,6 +490,16 @@ class Expression:
         return compile_expression(path).evaluate(variables)
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
+        if self.closure is not None:
+            token = _BUDGET.set([EVAL_BUDGET])
+            try:
+                return self.closure(variables)
+            finally:
+                _BUDGET.reset(token)
+        return self.evaluate_sandboxed(variables)
+
+    def evaluate_sandboxed(self, variables: dict[str, Any]) -> Any:
+        """Through Jinja's generated code: the reference the closure is tested against."""
         if self._compiled is None:  # code generation waits for first use: loading stays fast
             # Jinja's expression object wraps a template whose code stores the value as `result`.
             self._compiled = environment().compile_expression(self.source)._template.root_render_func
@@ -516,7 +529,8 @@ def compile_expression(source: str) -> Expression:
     _vet(expr_node, env)
     reads = _reads(expr_node)
     plain = {path: keys for path, keys in _plain_paths(expr_node).items() if path in reads}
-    return Expression(source, reads, plain_paths=plain, inputs=_inputs.inputs(expr_node))
+    return Expression(source, reads, plain_paths=plain, inputs=_inputs.inputs(expr_node),
+                      closure=_compiled.closure(expr_node, env))
 
 
 def _parse(env: SandboxedEnvironment, source: str, reword: tuple[str, str] = ("", "")) -> nodes.Template:

@@ -1,0 +1,42 @@
+"""Random `when:` expressions: the compiled closures (format/compiled.py) give what the sandboxed
+Jinja evaluation gives: the same value, or the same error."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from runbook.format.expr import ExprError, compile_expression
+from tests.fuzz.test_fuzz_expr import EXPRESSIONS, VARIABLES
+
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
+
+
+def _outcome(run: Any) -> tuple[Any, ...]:
+    try:
+        value = run(copy.deepcopy(VARIABLES))
+    except Exception as exc:  # noqa: BLE001 - the error is the outcome
+        return ("error", type(exc).__name__, str(exc))
+    return ("value", type(value).__name__, _comparable(repr(value)))
+
+
+def _comparable(text: str) -> str:
+    """A value's repr without addresses (two evaluations build two objects), long ones hashed."""
+    text = re.sub(r" at 0x[0-9a-f]+", "", text)
+    return text if len(text) <= 2000 else hashlib.sha256(text.encode()).hexdigest()
+
+
+@settings(max_examples=settings.default.max_examples * 20)
+@given(source=EXPRESSIONS)
+def test_compiled_and_sandboxed_agree(source: str, time_limit: Any) -> None:
+    try:
+        expression = compile_expression(source)
+    except ExprError:
+        return
+    with time_limit(20, f"evaluating {source!r:.300}"):
+        assert _outcome(expression.evaluate) == _outcome(expression.evaluate_sandboxed), source
