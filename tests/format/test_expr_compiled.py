@@ -26,7 +26,7 @@ def outcome(expression: Expression, variables: dict[str, Any], sandboxed: bool) 
     try:
         value = (expression.evaluate_sandboxed if sandboxed else expression.evaluate)(variables)
     except Exception as exc:  # noqa: BLE001 - the error is the outcome
-        return ("error", type(exc).__name__, str(exc))
+        return ("error", type(exc).__name__, _comparable(str(exc)))
     return ("value", type(value).__name__, _comparable(repr(value)))
 
 
@@ -63,7 +63,8 @@ def test_every_shipped_condition_is_compiled(library: Library) -> None:
 def test_shipped_conditions_agree_on_every_test_case(library: Library,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Every case of runbooks/*.tests.yaml and every recording is walked; at each step every
-    branch's condition (not only those the walk reached) is evaluated both ways."""
+    branch's condition (not only those the walk reached) is evaluated both ways, and every text
+    template of that runbook (`with:` text, findings, fix commands) is rendered both ways."""
     seen: list[tuple[Any, Any, dict[str, Any]]] = []
     choose = Walk._choose
 
@@ -80,9 +81,41 @@ def test_shipped_conditions_agree_on_every_test_case(library: Library,
     for recording in find_recordings(library):
         run_recording(recording, library)
     assert len(seen) > 400
+    rendered: dict[int, int] = {}
     for step, compiled, variables in seen:
         for i in range(len(step.branches)):
             assert_same(compiled.when[(step.id, i)], variables)
+        if rendered.get(id(compiled), 0) < 5:  # a few of each runbook's variables suffice
+            rendered[id(compiled)] = rendered.get(id(compiled), 0) + 1
+            for template in text_templates(compiled):
+                assert template.closure is not None, template.source
+                compiled_text = outcome_of(lambda t=template, v=variables: t.render(**copy.deepcopy(v)))
+                assert compiled_text == outcome_of(
+                    lambda t=template, v=variables: t.render_sandboxed(**copy.deepcopy(v))), template.source
+
+
+def text_templates(compiled: Any) -> list[Any]:
+    """Every text template of a runbook: in `with:` values, findings, fixes and their verify checks."""
+    found: list[Any] = []
+    stack: list[Any] = [compiled.with_, compiled.findings, compiled.fix_verify_with, compiled.fix_runs]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif hasattr(item, "render_sandboxed"):
+            found.append(item)
+        elif getattr(item, "template", None) is not None:
+            stack.append(item.template)
+    return found
+
+
+def outcome_of(render: Any) -> tuple[Any, ...]:
+    try:
+        return ("value", render())
+    except Exception as exc:  # noqa: BLE001 - the error is the outcome
+        return ("error", type(exc).__name__, _comparable(str(exc)))
 
 
 @pytest.mark.parametrize("source", [
@@ -95,6 +128,7 @@ def test_shipped_conditions_agree_on_every_test_case(library: Library,
     "node.name in (cluster | outliers('age_s'))",
     "result.size_bytes is number", "result.name is defined", "result.nope is undefined", "-result.pid",
     "result.pid // 0", "result.pid / 7", "result.pid - 'x'", "'x' * 10 ** 9", "result.text.split('|')",
+    "result.lines[1:]", "result.text[::-1]", "result.lines[:result.pid]", "result.pid[1:]",
 ])
 def test_chosen_expressions_agree(source: str) -> None:
     variables = {**VARIABLES, "result": {"pid": 4242, "name": "python", "lines": ["a", "b"], "ok": True,
@@ -106,6 +140,6 @@ def test_chosen_expressions_agree(source: str) -> None:
 
 
 def test_unsupported_nodes_keep_the_sandboxed_path() -> None:
-    expression = compile_expression("result.lines[1:]")
+    expression = compile_expression("result.lines[1] if result.ok")
     assert expression.closure is None
-    assert expression.evaluate({**VARIABLES, "result": {"lines": [1, 2, 3]}}) == [2, 3]
+    assert expression.evaluate({**VARIABLES, "result": {"lines": [1, 2, 3], "ok": True}}) == 2

@@ -7,9 +7,12 @@ unknown names, `_` attributes and keys, unknown filters and tests, calls other t
 allowed methods) becomes one closure per node that does what that generated code does,
 calling the very same environment methods (`getattr`, `getitem`, `call`, `call_binop`,
 `bounded_concat`, the filters and tests): the sandbox's checks and the evaluation budget stay
-exactly as they are, only the generated-code overhead goes.
+exactly as they are, only the generated-code overhead goes. Jinja folds constant parts of an
+expression when it generates code (sometimes differently from evaluating them: `(0)[:0]`
+folds to undefined but raises at run time); the tree is folded here by Jinja's own optimizer
+first, so the closures see what the generated code sees.
 
-Nodes this module does not know (slices, `*args`, an `if` without `else`, ...) make
+Nodes this module does not know (`*args`, an `if` without `else`, ...) make
 `closure` return None, and the expression keeps the sandboxed path: behaviour never changes.
 tests/format/test_expr_compiled.py compares both paths on every shipped condition and on
 random expressions.
@@ -17,11 +20,14 @@ random expressions.
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Callable
 from typing import Any
 
 from jinja2 import nodes
+from jinja2.nodes import EvalContext
+from jinja2.optimizer import Optimizer
 from jinja2.runtime import Context
 from jinja2.utils import _PassArg
 
@@ -63,8 +69,8 @@ def closure(tree: nodes.Node, env: Any) -> Callable[[dict[str, Any]], Any] | Non
     """A function of the variables giving what the sandboxed evaluation of `tree` gives, or
     None when `tree` holds a node this module leaves to Jinja."""
     try:
-        body = _compile(tree, env)
-    except _Unsupported:
+        body = _compile(_folded(tree, env), env)
+    except Exception:  # noqa: BLE001 - _Unsupported, or folding failed: Jinja's path says how
         return None
 
     def evaluate(variables: dict[str, Any]) -> Any:
@@ -73,11 +79,68 @@ def closure(tree: nodes.Node, env: Any) -> Callable[[dict[str, Any]], Any] | Non
     return evaluate
 
 
+def text_closure(tree: nodes.Template, env: Any) -> Callable[[dict[str, Any]], str] | None:
+    """A text template (`with:` text, a finding, a fix's command) as a closure: its text, and
+    each `{{ }}` as `str(finalize(value))` the way Jinja's generated code writes it; None when it
+    holds anything but text and expressions."""
+    pieces: list[Callable[[_Scope], str]] = []
+    finalize = env.finalize
+    if finalize is not None and _PassArg.from_obj(finalize) is not None:
+        return None
+    try:
+        for output in tree.body:
+            if not isinstance(output, nodes.Output):
+                return None
+            for child in output.nodes:
+                if isinstance(child, nodes.TemplateData):
+                    text = child.data
+                    pieces.append(lambda scope, text=text: text)
+                    continue
+                constant = _constant_text(child, env)
+                if constant is not None:
+                    pieces.append(lambda scope, text=constant: text)
+                    continue
+                try:
+                    value = _compile(_folded(child, env), env)
+                except _Unsupported:
+                    raise
+                except Exception:  # noqa: BLE001 - folding failed: Jinja's path says how
+                    return None
+                if finalize is None:
+                    pieces.append(lambda scope, value=value: str(value(scope)))
+                else:
+                    pieces.append(lambda scope, value=value: str(finalize(value(scope))))
+    except _Unsupported:
+        return None
+
+    def render(variables: dict[str, Any]) -> str:
+        scope = _Scope(env, variables)
+        return "".join([piece(scope) for piece in pieces])
+
+    return render
+
+
+def _folded(tree: nodes.Node, env: Any) -> nodes.Node:
+    """`tree` with its constant parts folded as Jinja's code generator folds them (on a copy:
+    the optimizer rewrites the tree it is given)."""
+    return Optimizer(env).visit(copy.deepcopy(tree, {id(env): env}), EvalContext(env))
+
+
+def _constant_text(child: nodes.Node, env: Any) -> str | None:
+    """What Jinja writes for a constant `{{ }}` in text (it folds the whole child, and finalizes
+    it, when it generates code); None when the child is evaluated at run time."""
+    try:
+        value = child.as_const(EvalContext(env))
+        return str(env.finalize(value)) if env.finalize is not None else str(value)
+    except Exception:  # noqa: BLE001 - Impossible, or an error Jinja leaves to run time
+        return None
+
+
 def _compile(node: nodes.Node, env: Any) -> Closure:  # noqa: C901 - one branch per node type
     if isinstance(node, nodes.Const):
         value = node.value
-        if isinstance(value, (list, dict, set)):
-            raise _Unsupported  # Jinja writes a new one per evaluation
+        if isinstance(value, (list, dict, set, tuple)):  # folded: Jinja writes a new one each time
+            return lambda scope: copy.deepcopy(value)
         return lambda scope: value
     if isinstance(node, nodes.Name):
         return _name(node.name, env)
@@ -87,8 +150,8 @@ def _compile(node: nodes.Node, env: Any) -> Closure:  # noqa: C901 - one branch 
             raise _Unsupported  # refused when loading; never reached
         return lambda scope: getattr_(obj(scope), attr)
     if isinstance(node, nodes.Getitem):
-        if isinstance(node.arg, nodes.Slice):
-            raise _Unsupported
+        if isinstance(node.arg, nodes.Slice):  # Jinja writes `obj[a:b:c]`, past the environment
+            return _slice(_compile(node.node, env), node.arg, env)
         obj, arg, getitem = _compile(node.node, env), _compile(node.arg, env), env.getitem
         return lambda scope: getitem(obj(scope), arg(scope))
     if isinstance(node, nodes.And):
@@ -130,6 +193,13 @@ def _compile(node: nodes.Node, env: Any) -> Closure:  # noqa: C901 - one branch 
     if isinstance(node, nodes.Call):
         return _call(node, env)
     raise _Unsupported
+
+
+def _slice(obj: Closure, part: nodes.Slice, env: Any) -> Closure:
+    bounds = [_compile(b, env) if b is not None else (lambda scope: None)
+              for b in (part.start, part.stop, part.step)]
+    start, stop, step = bounds
+    return lambda scope: obj(scope)[slice(start(scope), stop(scope), step(scope))]
 
 
 def _name(name: str, env: Any) -> Closure:

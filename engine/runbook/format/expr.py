@@ -706,7 +706,7 @@ def compile_value(value: Any, shell_keys: tuple[str, ...] = ()) -> Any:
     env = environment()
     tree = _parse(env, value)
     _vet_template(tree, env)
-    return Template(value, template=_LazyTemplate(env, value, _inputs.inputs(tree)))
+    return Template(value, template=_LazyTemplate(env, value, tree))
 
 
 @lru_cache(maxsize=1)
@@ -735,18 +735,26 @@ def compile_command(source: str) -> Any:
         raise ExprError("statements ({% %}) are not allowed in commands")
     tree = _parse(env, source)
     _vet_template(tree, env)
-    return _LazyTemplate(env, source, _inputs.inputs(tree))
+    return _LazyTemplate(env, source, tree)
 
 
 class _LazyTemplate:
     """A checked template whose code is generated on first render (most are never rendered)."""
 
-    def __init__(self, env: SandboxedEnvironment, source: str,
-                 inputs: tuple[tuple[Any, ...], ...] = ()) -> None:
-        self.env, self.source, self.inputs = env, source, inputs
+    def __init__(self, env: SandboxedEnvironment, source: str, tree: nodes.Template) -> None:
+        self.env, self.source, self.inputs = env, source, _inputs.inputs(tree)
         self._template: Any = None
+        # The same rendering as closures (format/compiled.py); None: Jinja's code.
+        self.closure = _compiled.text_closure(tree, env)
 
     def render(self, **variables: Any) -> str:
+        if self.closure is not None:
+            with _bounded():
+                return self.closure(variables)
+        return self.render_sandboxed(**variables)
+
+    def render_sandboxed(self, **variables: Any) -> str:
+        """Through Jinja's generated code: the reference the closure is tested against."""
         if self._template is None:
             self._template = self.env.from_string(self.source)
         # As in Expression.evaluate: a bare Context over the variables, not Jinja's copy of them.
