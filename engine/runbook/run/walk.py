@@ -22,9 +22,10 @@ from __future__ import annotations
 import copy
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from queue import Empty, SimpleQueue
 from typing import Any, Protocol
 
@@ -168,6 +169,10 @@ class Walk:
         # Per (runbook, step): the paths its conditions / its `with:` templates read.
         self._when_inputs: dict[tuple[str, str], tuple[expr_inputs.Path, ...]] = {}
         self._with_inputs: dict[tuple[str, str], tuple[expr_inputs.Path, ...]] = {}
+        # A conclusion's findings, fixes and verify checks rendered, by template and input key,
+        # for the whole run (templates live as long as the library, so their ids are stable).
+        self._template_inputs: dict[int, tuple[expr_inputs.Path, ...]] = {}
+        self._renderings: dict[Any, Any] = {}
 
     # -- the loop --
 
@@ -411,7 +416,7 @@ class Walk:
         if not template:
             return {}
         try:
-            rendered = expr.render_value(template, variables)
+            rendered = self._render_once(template, variables, lambda: expr.render_value(template, variables))
         except Exception:  # a finding is a courtesy: its absence must not fail the node
             return {}
         return {lang: str(text) for lang, text in rendered.items() if text not in (None, "")}
@@ -423,7 +428,8 @@ class Walk:
         for i, _fix in enumerate(conclusion.fixes):
             template = compiled.fix_runs.get((conclusion.id, i))
             try:
-                commands.append(template.render(**variables) if template else None)
+                commands.append(self._render_once(template, variables, partial(template.render, **variables))
+                                if template else None)
             except Exception as exc:
                 commands.append(f"# cannot render this command on this node: {exc}")
         return commands
@@ -438,7 +444,8 @@ class Walk:
                 requests.append(None)
                 continue
             try:
-                rendered = _drop_none(expr.render_value(template, variables))
+                rendered = _own_copy(_drop_none(self._render_once(
+                    template, variables, lambda t=template: expr.render_value(t, variables))))
             except Exception as exc:  # reported as a verify that could not run
                 rendered = {"__error__": f"cannot render the verify check on this node: {exc}"}
             timeout = fix.verify.check.timeout or float(load_check(fix.verify.check.type).DEFAULT_TIMEOUT)
@@ -447,6 +454,21 @@ class Walk:
         return requests
 
     # -- helpers --
+
+    def _render_once(self, template: Any, variables: dict[str, Any], render: Callable[[], Any]) -> Any:
+        """`render()`, or what it gave for a node whose variables `template` reads are the same
+        (a conclusion's finding and fixes, for the thousands of nodes that reach it alike)."""
+        inputs = self._template_inputs.get(id(template))
+        if inputs is None:
+            inputs = self._template_inputs[id(template)] = (
+                template.inputs if hasattr(template, "inputs") else expr.value_inputs(template))
+        key = (id(template), expr_inputs.input_key(inputs, variables))
+        if key in self._renderings:
+            return self._renderings[key]
+        rendered = render()
+        if len(self._renderings) < MEMO_CAP:
+            self._renderings[key] = rendered
+        return rendered
 
     def _locate(self, outcome: NodeOutcome) -> tuple[Runbook, Step, Compiled]:
         loaded = self.library.by_id[outcome.runbook_id]
