@@ -32,7 +32,7 @@ def outcome(expression: Expression, variables: dict[str, Any], sandboxed: bool) 
 
 def _comparable(text: str) -> str:
     """A value's repr without addresses (two evaluations build two objects), long ones hashed."""
-    text = re.sub(r" at 0x[0-9a-f]+", "", text)
+    text = re.sub(r" at 0x[0-9a-f]+", "", text, flags=re.IGNORECASE)  # `| upper` of an address too
     return text if len(text) <= 2000 else hashlib.sha256(text.encode()).hexdigest()
 
 
