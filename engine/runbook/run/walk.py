@@ -330,6 +330,10 @@ class Walk:
         if where not in self._when_inputs:
             self._when_inputs[where] = expr_inputs.union(
                 compiled.when[(step.id, i)].inputs for i in range(len(step.branches)))
+        if any(path[0] == "node" for path in self._when_inputs[where]):
+            # A condition reads the node itself (`node.name in ...`): no two nodes share this key,
+            # so only the conditions that do not are shared.
+            return self._choose(step, compiled, variables, evidence, progressing_in, memo)
         key = (progressing_in is not None, bool(evidence.result.get("timed_out")),
                expr_inputs.input_key(self._when_inputs[where], variables, _SAME_IN_GROUP))
         decision = memo.decisions.get(key)
