@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py [--nodes 1000 10000] [--latency-ms 5] [--jitter-ms 5]
                                     [--hang-share 0.01] [--unreachable-share 0.01] [--json]
+                                    [--profile]
 
 Every node walks `training-hang` on canned answers (a stalled job whose stacks and flight
 records say nothing, so each node goes through every analysed step: the longest path). The
@@ -9,13 +10,17 @@ transport answers after `latency` plus up to `jitter` milliseconds; a share of n
 every check with a timeout (a hang is a finding) and a share is unreachable. It prints wall
 time, the client's CPU time, peak memory, and both per node, so growth faster than linear shows
 as a per-node cost that climbs with N; then the time to build the report (JSON document, the
-grouped text report) from the outcomes, and the size of each.
+grouped text report) from the outcomes, and the size of each. `--profile` runs the walk under
+cProfile and prints where its time goes (slower: the figures are for reading, not comparing).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
+import pstats
 import random
 import resource
 import sys
@@ -66,6 +71,7 @@ class SimulatedTransport:
 
 
 def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
+    profile = cProfile.Profile() if args.profile else None
     names = [f"gpu{i:06d}" for i in range(n)]
     rng = random.Random(n)
     hanging = set(rng.sample(names, int(n * args.hang_share)))
@@ -74,8 +80,12 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     walk = Walk(library, library.get("training-hang"), [Node(x, "local") for x in names], transport,
                 {"log": "/var/log/train.log"}, WalkOptions(forks=args.forks, deadline_s=3600))
     wall, cpu = time.perf_counter(), time.process_time()
-    outcomes = walk.run()
+    outcomes = walk.run() if profile is None else profile.runcall(walk.run)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if profile is not None:
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats("runbook|concurrent", 25)
+        print(out.getvalue(), file=sys.stderr)
     concluded = sum(o.conclusion is not None for o in outcomes)
     report_cpu = time.process_time()
     report = build_report(walk.runbook, outcomes, "2026-01-01T00:00:00Z", wall, "en",
@@ -105,6 +115,7 @@ def main() -> int:
     parser.add_argument("--unreachable-share", type=float, default=0.01)
     parser.add_argument("--forks", type=int, default=256)
     parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.add_argument("--profile", action="store_true", help="print the walk's profile on stderr")
     args = parser.parse_args()
     library = load_library()
     rows = [measure(n, args, library) for n in args.nodes]

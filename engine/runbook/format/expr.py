@@ -34,6 +34,9 @@ from jinja2.filters import make_attrgetter
 from jinja2.runtime import ChainableUndefined, Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
+from runbook.format import compiled as _compiled
+from runbook.format import inputs as _inputs
+
 NAMES = ("result", "cluster", "steps", "params", "node", "job")
 # Allowed in expressions besides NAMES: literals.
 _LITERAL_NAMES = {"true", "false", "none", "True", "False", "None"}
@@ -472,6 +475,10 @@ class Expression:
     # For each read that is a plain path (names, attributes, constant keys; no filter): its keys,
     # so `read` can follow it without a Jinja evaluation.
     plain_paths: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # What it can see of its variables (format/inputs.py): equal input keys, equal results.
+    inputs: tuple[tuple[Any, ...], ...] = ()
+    # The same evaluation as plain Python closures (format/compiled.py); None: Jinja's code.
+    closure: Callable[[dict[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
 
     def read(self, path: str, variables: dict[str, Any]) -> Any:
         """The value of one of `reads` (ChainableUndefined when missing): evidence of a decision."""
@@ -483,6 +490,16 @@ class Expression:
         return compile_expression(path).evaluate(variables)
 
     def evaluate(self, variables: dict[str, Any]) -> Any:
+        if self.closure is not None:
+            token = _BUDGET.set([EVAL_BUDGET])
+            try:
+                return self.closure(variables)
+            finally:
+                _BUDGET.reset(token)
+        return self.evaluate_sandboxed(variables)
+
+    def evaluate_sandboxed(self, variables: dict[str, Any]) -> Any:
+        """Through Jinja's generated code: the reference the closure is tested against."""
         if self._compiled is None:  # code generation waits for first use: loading stays fast
             # Jinja's expression object wraps a template whose code stores the value as `result`.
             self._compiled = environment().compile_expression(self.source)._template.root_render_func
@@ -512,7 +529,8 @@ def compile_expression(source: str) -> Expression:
     _vet(expr_node, env)
     reads = _reads(expr_node)
     plain = {path: keys for path, keys in _plain_paths(expr_node).items() if path in reads}
-    return Expression(source, reads, plain_paths=plain)
+    return Expression(source, reads, plain_paths=plain, inputs=_inputs.inputs(expr_node),
+                      closure=_compiled.closure(expr_node, env))
 
 
 def _parse(env: SandboxedEnvironment, source: str, reword: tuple[str, str] = ("", "")) -> nodes.Template:
@@ -651,6 +669,12 @@ class Template:
     expression: Expression | None = None
     template: Any = None
 
+    @property
+    def inputs(self) -> tuple[tuple[Any, ...], ...]:
+        if self.expression is not None:
+            return self.expression.inputs
+        return self.template.inputs if self.template is not None else ()
+
     def render(self, variables: dict[str, Any]) -> Any:
         if self.expression is not None:
             value = self.expression.evaluate(variables)
@@ -680,8 +704,9 @@ def compile_value(value: Any, shell_keys: tuple[str, ...] = ()) -> Any:
     if "{%" in value:
         raise ExprError("statements ({% %}) are not allowed in check parameters")
     env = environment()
-    _vet_template(_parse(env, value), env)
-    return Template(value, template=_LazyTemplate(env, value))
+    tree = _parse(env, value)
+    _vet_template(tree, env)
+    return Template(value, template=_LazyTemplate(env, value, tree))
 
 
 @lru_cache(maxsize=1)
@@ -708,18 +733,28 @@ def compile_command(source: str) -> Any:
     env = _command_environment()
     if "{%" in source:
         raise ExprError("statements ({% %}) are not allowed in commands")
-    _vet_template(_parse(env, source), env)
-    return _LazyTemplate(env, source)
+    tree = _parse(env, source)
+    _vet_template(tree, env)
+    return _LazyTemplate(env, source, tree)
 
 
 class _LazyTemplate:
     """A checked template whose code is generated on first render (most are never rendered)."""
 
-    def __init__(self, env: SandboxedEnvironment, source: str) -> None:
-        self.env, self.source = env, source
+    def __init__(self, env: SandboxedEnvironment, source: str, tree: nodes.Template) -> None:
+        self.env, self.source, self.inputs = env, source, _inputs.inputs(tree)
         self._template: Any = None
+        # The same rendering as closures (format/compiled.py); None: Jinja's code.
+        self.closure = _compiled.text_closure(tree, env)
 
     def render(self, **variables: Any) -> str:
+        if self.closure is not None:
+            with _bounded():
+                return self.closure(variables)
+        return self.render_sandboxed(**variables)
+
+    def render_sandboxed(self, **variables: Any) -> str:
+        """Through Jinja's generated code: the reference the closure is tested against."""
         if self._template is None:
             self._template = self.env.from_string(self.source)
         # As in Expression.evaluate: a bare Context over the variables, not Jinja's copy of them.
@@ -733,6 +768,7 @@ class _ShellTemplate:
 
     def __init__(self, template: Any) -> None:
         self.template = template
+        self.inputs = template.inputs
 
     def render(self, variables: dict[str, Any]) -> str:
         return str(self.template.render(**variables))
@@ -744,6 +780,15 @@ def render_value(compiled: Any, variables: dict[str, Any]) -> Any:
     if isinstance(compiled, list):
         return [render_value(v, variables) for v in compiled]
     return compiled.render(variables)
+
+
+def value_inputs(compiled: Any) -> tuple[tuple[Any, ...], ...]:
+    """The variable paths every template in a compiled `with:` value reads (format/inputs.py)."""
+    if isinstance(compiled, dict):
+        return _inputs.union(value_inputs(v) for v in compiled.values())
+    if isinstance(compiled, list):
+        return _inputs.union(value_inputs(v) for v in compiled)
+    return tuple(compiled.inputs)
 
 
 def truthy(value: Any) -> bool:

@@ -10,20 +10,28 @@ about it. A branch leading to a conclusion whose `basis` is `job` (e.g. "waiting
 missing ranks") is skipped for a node whose own results show it progressing (`progressing:
 true`, e.g. its log moves), with a note saying so; the job's verdict still heads the report
 and is kept on every node it concerns (`NodeOutcome.jobs`).
+
+Nodes that answer alike are decided once: within a step's group, nodes whose conditions would
+see the same values (format/inputs.py) share one decision, and within a round, nodes whose
+`with:` templates would see the same values share one rendering. Each memo is dropped with its
+group or round and holds at most MEMO_CAP entries.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from queue import Empty, SimpleQueue
 from typing import Any, Protocol
 
 from runbook.checks import load_check
 from runbook.format import expr
+from runbook.format import inputs as expr_inputs
 from runbook.format.loader import Compiled
 from runbook.format.model import Conclusion, Runbook, Step
 from runbook.library.runbooks import Library
@@ -31,6 +39,59 @@ from runbook.transports import Node, ProbeAnswer, Transport
 
 WALKING, CONCLUDED, UNREACHABLE, TIMEOUT, ERROR = (
     "walking", "concluded", "unreachable", "timeout", "error")
+MEMO_CAP = 4096  # distinct decisions (or renderings) kept per step group (or round)
+_SAME_IN_GROUP = frozenset({"cluster"})  # one list for every node of a step's group
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What `_choose` decided for one node, replayed on every node whose conditions see the same."""
+
+    target: str | None
+    when: str | None
+    branch: int | None
+    notes: tuple[str, ...]
+    decided_by: dict[str, Any]
+
+
+@dataclass
+class _Condition:
+    """One condition on one input key: whether it held (or the error), and the values it read."""
+
+    evaluated: bool = False
+    matched: bool = False
+    error: str | None = None
+    read: dict[str, Any] | None = None
+
+
+class _GroupMemo:
+    """A step group's decisions and conditions, each worked out once per distinct input key."""
+
+    def __init__(self) -> None:
+        self.decisions: dict[Any, _Decision] = {}
+        self._conditions: dict[Any, _Condition] = {}
+
+    def condition(self, expression: expr.Expression, variables: dict[str, Any],
+                  evaluate: bool = True) -> _Condition:
+        key = (id(expression), expr_inputs.input_key(expression.inputs, variables, _SAME_IN_GROUP))
+        known = self._conditions.get(key)
+        if known is None:
+            known = _Condition()
+            if len(self._conditions) < MEMO_CAP:
+                self._conditions[key] = known
+        if evaluate and not known.evaluated:
+            try:
+                known.matched = expr.truthy(expression.evaluate(variables))
+            except Exception as exc:  # the caller notes it on the node and goes on
+                known.error = str(exc)
+            known.evaluated = True
+        return known
+
+    def read_values(self, condition: _Condition, expression: expr.Expression,
+                    variables: dict[str, Any]) -> dict[str, Any]:
+        if condition.read is None:
+            condition.read = _read_values(expression, variables)
+        return dict(condition.read)
 
 
 @dataclass
@@ -105,6 +166,13 @@ class Walk:
         start = entry or runbook.start
         self.outcomes = [NodeOutcome(n, runbook_id=runbook.id, step_id=start) for n in nodes]
         self.job_verdicts: list[JobVerdict] = []
+        # Per (runbook, step): the paths its conditions / its `with:` templates read.
+        self._when_inputs: dict[tuple[str, str], tuple[expr_inputs.Path, ...]] = {}
+        self._with_inputs: dict[tuple[str, str], tuple[expr_inputs.Path, ...]] = {}
+        # A conclusion's findings, fixes and verify checks rendered, by template and input key,
+        # for the whole run (templates live as long as the library, so their ids are stable).
+        self._template_inputs: dict[int, tuple[expr_inputs.Path, ...]] = {}
+        self._renderings: dict[Any, Any] = {}
 
     # -- the loop --
 
@@ -132,8 +200,9 @@ class Walk:
 
     def _round(self, pool: ThreadPoolExecutor, deadline: float) -> None:
         futures: dict[Future[ProbeAnswer], NodeOutcome] = {}
+        renderings: dict[Any, dict[str, Any]] = {}
         for outcome in self._walking():
-            future = self._submit(pool, outcome, deadline)
+            future = self._submit(pool, outcome, deadline, renderings)
             if future is not None:
                 futures[future] = outcome
         answers: dict[int, ProbeAnswer] = {}
@@ -167,14 +236,25 @@ class Walk:
         for group in groups.values():
             self._decide_group(group, answers)
 
-    def _submit(self, pool: ThreadPoolExecutor, outcome: NodeOutcome,
-                deadline: float) -> Future[ProbeAnswer] | None:
+    def _submit(self, pool: ThreadPoolExecutor, outcome: NodeOutcome, deadline: float,
+                renderings: dict[Any, dict[str, Any]]) -> Future[ProbeAnswer] | None:
         runbook, step, compiled = self._locate(outcome)
         outcome.step_variables = self._variables(outcome, runbook)
-        try:
-            rendered = expr.render_value(compiled.with_.get(step.id, {}), outcome.step_variables)
-        except Exception as exc:  # a template that fails on this node's values
-            return self._fail(outcome, ERROR, f"step {step.id}: parameters: {exc}")
+        templates = compiled.with_.get(step.id, {})
+        where = (runbook.id, step.id)
+        if where not in self._with_inputs:
+            self._with_inputs[where] = expr.value_inputs(templates)
+        key = (where, expr_inputs.input_key(self._with_inputs[where], outcome.step_variables))
+        rendered = renderings.get(key)
+        if rendered is not None:
+            rendered = _own_copy(rendered)  # each request its own: a check may change its parameters
+        else:
+            try:
+                rendered = expr.render_value(templates, outcome.step_variables)
+            except Exception as exc:  # a template that fails on this node's values
+                return self._fail(outcome, ERROR, f"step {step.id}: parameters: {exc}")
+            if len(renderings) < MEMO_CAP:
+                renderings[key] = _own_copy(rendered)
         timeout = step.check.timeout or float(load_check(step.check.type).DEFAULT_TIMEOUT)
         timeout = max(0.1, min(timeout, deadline - time.monotonic()))
         request = {"check": step.check.type, "with": _drop_none(rendered),
@@ -187,13 +267,14 @@ class Walk:
         cluster = [{"node": o.node.name, "result": answers[id(o)].result}
                    for o in group if answers[id(o)].status == "ok"]
         self._analyse(group, answers)
+        memo = _GroupMemo()
         for outcome in group:
             answer = answers[id(outcome)]
             if answer.status != "ok":
                 status = UNREACHABLE if answer.status == "unreachable" else ERROR
                 self._fail(outcome, status, f"step {outcome.step_id}: {answer.error}")
                 continue
-            self._decide(outcome, answer, cluster)
+            self._decide(outcome, answer, cluster, memo)
 
     def _analyse(self, group: list[NodeOutcome], answers: dict[int, ProbeAnswer]) -> None:
         """Run the step's job-level analysis over every node's answer (None for a node whose
@@ -215,7 +296,8 @@ class Walk:
             outcome.job = {**shared, "node": result["nodes"].get(outcome.node.name, {"suspect": False})}
             outcome.jobs[step.id] = outcome.job
 
-    def _decide(self, outcome: NodeOutcome, answer: ProbeAnswer, cluster: list[Any]) -> None:
+    def _decide(self, outcome: NodeOutcome, answer: ProbeAnswer, cluster: list[Any],
+                memo: _GroupMemo) -> None:
         runbook, step, compiled = self._locate(outcome)
         result = answer.result or {}
         evidence = Evidence(self._qualified(runbook, step.id), step.check.type, result,
@@ -225,7 +307,8 @@ class Walk:
         outcome.step_variables = None
         progressing = any(e.result.get("progressing") is True for e in outcome.evidence) or (
             result.get("progressing") is True)
-        target = self._choose(step, compiled, variables, evidence, runbook if progressing else None)
+        target = self._choose_once(step, compiled, variables, evidence, runbook if progressing else None,
+                                   memo)
         outcome.evidence.append(evidence)
         outcome.path.append(evidence.step)
         outcome.seen[step.id] = result
@@ -239,30 +322,60 @@ class Walk:
         evidence.goto = target
         self._move(outcome, runbook, target)
 
+    def _choose_once(self, step: Step, compiled: Compiled, variables: dict[str, Any], evidence: Evidence,
+                     progressing_in: Runbook | None, memo: _GroupMemo) -> str | None:
+        """`_choose`, or the decision already made in this group for a node whose conditions see
+        the same values (and that is as progressing and as timed out as this one)."""
+        where = (evidence.step, step.id)
+        if where not in self._when_inputs:
+            self._when_inputs[where] = expr_inputs.union(
+                compiled.when[(step.id, i)].inputs for i in range(len(step.branches)))
+        if any(path[0] == "node" for path in self._when_inputs[where]):
+            # A condition reads the node itself (`node.name in ...`): no two nodes share this key,
+            # so only the conditions that do not are shared.
+            return self._choose(step, compiled, variables, evidence, progressing_in, memo)
+        key = (progressing_in is not None, bool(evidence.result.get("timed_out")),
+               expr_inputs.input_key(self._when_inputs[where], variables, _SAME_IN_GROUP))
+        decision = memo.decisions.get(key)
+        if decision is None:
+            target = self._choose(step, compiled, variables, evidence, progressing_in, memo)
+            if len(memo.decisions) < MEMO_CAP:
+                memo.decisions[key] = _Decision(target, evidence.when, evidence.branch, tuple(evidence.notes),
+                                                dict(evidence.decided_by))
+            return target
+        evidence.when, evidence.branch = decision.when, decision.branch
+        evidence.notes.extend(decision.notes)
+        evidence.decided_by = dict(decision.decided_by)
+        return decision.target
+
     def _choose(self, step: Step, compiled: Compiled, variables: dict[str, Any],
-                evidence: Evidence, progressing_in: Runbook | None = None) -> str | None:
+                evidence: Evidence, progressing_in: Runbook | None = None,
+                memo: _GroupMemo | None = None) -> str | None:
         """The first branch whose condition holds; with `progressing_in` (the node's own evidence
         shows it moving), branches into a `basis: job` conclusion of that runbook are skipped."""
+        memo = memo or _GroupMemo()
+        conditions: dict[int, _Condition] = {}  # looked up once, read again if the default is taken
         for i, branch in enumerate(step.branches):
             if progressing_in is not None and self._inferred(progressing_in, branch.goto):
                 evidence.notes.append(f"{branch.goto}: skipped, this node's own evidence shows it "
                                       "progressing (evidence before inference)")
                 continue
             expression = compiled.when[(step.id, i)]
-            try:
-                matched = expr.truthy(expression.evaluate(variables))
-            except Exception as exc:  # e.g. comparing a field this result lacks
-                evidence.notes.append(f"{branch.when}: {exc}")
+            outcome = conditions[i] = memo.condition(expression, variables)
+            if outcome.error is not None:  # e.g. comparing a field this result lacks
+                evidence.notes.append(f"{branch.when}: {outcome.error}")
                 continue
-            if matched:
+            if outcome.matched:
                 evidence.when, evidence.branch = branch.when, i
-                evidence.decided_by = _read_values(expression, variables)
+                evidence.decided_by = memo.read_values(outcome, expression, variables)
                 return branch.goto
         if evidence.result.get("timed_out"):
             return None  # a hang must be handled explicitly, never by the default
         # The default was taken: what every condition read is the evidence for it.
         for i in range(len(step.branches)):
-            evidence.decided_by.update(_read_values(compiled.when[(step.id, i)], variables))
+            expression = compiled.when[(step.id, i)]
+            condition = conditions.get(i) or memo.condition(expression, variables, evaluate=False)
+            evidence.decided_by.update(memo.read_values(condition, expression, variables))
         return step.default
 
     def _inferred(self, runbook: Runbook, target: str) -> bool:
@@ -307,7 +420,7 @@ class Walk:
         if not template:
             return {}
         try:
-            rendered = expr.render_value(template, variables)
+            rendered = self._render_once(template, variables, lambda: expr.render_value(template, variables))
         except Exception:  # a finding is a courtesy: its absence must not fail the node
             return {}
         return {lang: str(text) for lang, text in rendered.items() if text not in (None, "")}
@@ -319,7 +432,8 @@ class Walk:
         for i, _fix in enumerate(conclusion.fixes):
             template = compiled.fix_runs.get((conclusion.id, i))
             try:
-                commands.append(template.render(**variables) if template else None)
+                commands.append(self._render_once(template, variables, partial(template.render, **variables))
+                                if template else None)
             except Exception as exc:
                 commands.append(f"# cannot render this command on this node: {exc}")
         return commands
@@ -334,7 +448,8 @@ class Walk:
                 requests.append(None)
                 continue
             try:
-                rendered = _drop_none(expr.render_value(template, variables))
+                rendered = _own_copy(_drop_none(self._render_once(
+                    template, variables, lambda t=template: expr.render_value(t, variables))))
             except Exception as exc:  # reported as a verify that could not run
                 rendered = {"__error__": f"cannot render the verify check on this node: {exc}"}
             timeout = fix.verify.check.timeout or float(load_check(fix.verify.check.type).DEFAULT_TIMEOUT)
@@ -343,6 +458,21 @@ class Walk:
         return requests
 
     # -- helpers --
+
+    def _render_once(self, template: Any, variables: dict[str, Any], render: Callable[[], Any]) -> Any:
+        """`render()`, or what it gave for a node whose variables `template` reads are the same
+        (a conclusion's finding and fixes, for the thousands of nodes that reach it alike)."""
+        inputs = self._template_inputs.get(id(template))
+        if inputs is None:
+            inputs = self._template_inputs[id(template)] = (
+                template.inputs if hasattr(template, "inputs") else expr.value_inputs(template))
+        key = (id(template), expr_inputs.input_key(inputs, variables))
+        if key in self._renderings:
+            return self._renderings[key]
+        rendered = render()
+        if len(self._renderings) < MEMO_CAP:
+            self._renderings[key] = rendered
+        return rendered
 
     def _locate(self, outcome: NodeOutcome) -> tuple[Runbook, Step, Compiled]:
         loaded = self.library.by_id[outcome.runbook_id]
@@ -382,6 +512,11 @@ def _split_target(runbook: Runbook, target: str) -> tuple[str, str]:
     """A goto as (runbook id, step or conclusion id): `other:step` names another runbook."""
     rid, _, name = target.rpartition(":")
     return (rid or runbook.id), name
+
+
+def _own_copy(rendered: dict[str, Any]) -> dict[str, Any]:
+    """A copy of rendered parameters that shares nothing changeable (most values are text)."""
+    return {k: copy.deepcopy(v) if isinstance(v, (dict, list, set)) else v for k, v in rendered.items()}
 
 
 def _drop_none(params: dict[str, Any]) -> dict[str, Any]:

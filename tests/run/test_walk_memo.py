@@ -1,0 +1,73 @@
+"""Nodes that answer alike share one decision: the walk with its memos gives every node exactly
+what the walk without them gives (branch, notes, evidence, conclusion, finding, fixes)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from runbook.library.runbooks import Library, load_library
+from runbook.run import walk as walk_module
+from runbook.run.walk import Walk, WalkOptions
+from runbook.testing.runner import ReplayTransport
+from runbook.transports import Node
+
+# training-hang's longest path, as bench/scale.py answers it, and variants that branch elsewhere.
+HEALTHY: dict[str, dict[str, Any]] = {
+    "find-process": {"found": True, "pid": 1, "cpu_percent": 1.0,
+                     "processes": [{"pid": 1, "rank": 0, "world_size": 1}]},
+    "read-log": {"exists": True, "age_s": 900,
+                 "patterns": {"loader_progress": {"count": 0}, "first_batch": {"count": 0}}},
+    "probe-gpu": {"available": True, "max_util": 100, "driver_version": "550.54.15"},
+    "straggler-gpu": {"available": True, "max_util": 100},
+    "stack-dump": {"available": True, "processes": [{"main_wait": "running"}], "distinct_ops": [],
+                   "mismatched": False},
+    "flight-records": {"found": False, "dumps": [], "errors": []},
+    "nccl-settings": {"available": True, "settings": {"NCCL_SOCKET_IFNAME": "ib0"}},
+}
+
+
+def _variant(i: int) -> dict[str, Any]:
+    answers = copy.deepcopy(HEALTHY)
+    kind = i % 7
+    if kind == 1:
+        answers["read-log"]["age_s"] = 5  # the log moves
+    elif kind == 2:
+        answers["probe-gpu"]["max_util"] = 0
+    elif kind == 3:
+        answers["stack-dump"]["processes"] = [{"main_wait": "collective"}]
+    elif kind == 4:
+        del answers["read-log"]["age_s"]  # a condition fails on this node: a note
+    elif kind == 5:
+        answers["find-process"] = {"found": False}
+    elif kind == 6:
+        answers["nccl-settings"]["settings"] = {"NCCL_SOCKET_IFNAME": f"eth{i}"}
+    answers["find-process"].setdefault("pid", i)  # a value no condition reads differs per node
+    return answers
+
+
+def _walk(library: Library) -> dict[str, Any]:
+    results = {f"n{i:03d}": _variant(i) for i in range(70)}
+    outcomes = Walk(library, library.get("training-hang"), [Node(name) for name in results],
+                    ReplayTransport(results), {"log": "/var/log/train.log"}, WalkOptions(forks=8)).run()
+    return {o.node.name: (o.status, o.reason, o.path, o.conclusion.id if o.conclusion else None,
+                          o.finding, o.fix_commands, o.fix_verifies,
+                          [(e.step, e.goto, e.when, e.branch, e.notes, repr(e.decided_by))
+                           for e in o.evidence])
+            for o in outcomes}
+
+
+@pytest.fixture(scope="module")
+def library() -> Library:
+    return load_library()
+
+
+def test_shared_decisions_equal_each_node_decided_alone(library: Library,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = _walk(library)
+    monkeypatch.setattr(walk_module, "MEMO_CAP", 0)  # nothing kept: every node decided alone
+    alone = _walk(library)
+    assert shared == alone
+    assert len({v[3] for v in shared.values()}) > 2, "the variants should reach several conclusions"
