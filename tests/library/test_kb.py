@@ -48,3 +48,24 @@ def test_broken_articles_and_links_are_reported(tmp_path: Path) -> None:
     assert any(m.startswith("unknown taxonomy id 'hang.nope'") for _, m, _ in messages)
     assert ("en.md", "runbook 'training-hang' does not link back (add kb:good to a conclusion's "
             "see_also)", "warning") in messages
+
+
+def test_a_runbook_link_to_a_missing_article_names_the_closest_and_its_line(tmp_path: Path) -> None:
+    kb_dir = tmp_path / "kb"
+    for lang in ("en", "zh"):
+        write_article(kb_dir, "disk-full-notes", lang, "[]", "text")
+    books = tmp_path / "books"
+    books.mkdir()
+    text = (ROOT / "tests" / "data" / "broken" / "03-goto-nowhere.yaml").read_text("utf-8")
+    fine = "    explanation: {en: All fine, zh: 一切正常}"
+    text = text.replace("goto: gonee", "goto: gone").replace(
+        fine, f"{fine}\n    see_also:\n    - kb:disk-full-note\n    - kb:zzzz")
+    (books / "linked.yaml").write_text(text, "utf-8")
+    library = load_library([books])
+    assert not library.problems, [str(p) for p in library.problems]
+    found = [str(p) for p in check_links(load_kb([kb_dir]), {r.id: r for r in library.runbooks()})]
+    line = text.splitlines().index("    - kb:disk-full-note") + 1
+    assert found == [
+        f"{books}/linked.yaml:{line}:7: conclusions.fine.see_also[0]: no kb article named 'disk-full-note'"
+        " (did you mean 'disk-full-notes'?)",
+        f"{books}/linked.yaml:{line + 1}:7: conclusions.fine.see_also[1]: no kb article named 'zzzz'"]

@@ -15,16 +15,20 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from runbook.format import safeyaml
 from runbook.format.model import LANGS, Runbook
 from runbook.format.problems import Problem, did_you_mean
+from runbook.format.suggest import Suggestions
 from runbook.format.todo import MARKER
 from runbook.format.todo import MESSAGE as TODO_MESSAGE
 from runbook.library.shipped import shipped_dir
+
+if TYPE_CHECKING:
+    from runbook.format.yamlpos import Positions
 
 REQUIRED = ("id", "lang", "title", "summary")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -184,8 +188,9 @@ def check_links(kb: KnowledgeBase, runbooks: Mapping[str, Runbook]) -> list[Prob
                 problems.append(Problem(first.path, 1, 1, ("runbooks",),
                                         f"runbook {rid!r} does not link back (add kb:{slug} to a "
                                         f"conclusion's see_also)", "warning"))
+    articles = Suggestions(kb.articles)  # one index for every "did you mean" (a renamed article)
     for runbook in runbooks.values():
-        problems.extend(_runbook_kb_links(runbook, kb))
+        problems.extend(_runbook_kb_links(runbook, kb, articles))
     return problems
 
 
@@ -217,25 +222,27 @@ def _links_back(runbook: Runbook, slug: str) -> bool:
                for conclusion in runbook.conclusions.values() for link in conclusion.see_also)
 
 
-def _runbook_kb_links(runbook: Runbook, kb: KnowledgeBase) -> list[Problem]:
+def _runbook_kb_links(runbook: Runbook, kb: KnowledgeBase, articles: Suggestions) -> list[Problem]:
     problems: list[Problem] = []
+    positions: list[Positions | None] = []  # the file parsed once, for its first broken link
     for cid, conclusion in runbook.conclusions.items():
         for i, link in enumerate(conclusion.see_also):
             kind, _, name = link.partition(":")
             name = name.split("#")[0]
             if kind == "kb" and name not in kb.articles:
-                problems.append(Problem(runbook.path, *_position(runbook.path,
-                                        ("conclusions", cid, "see_also", i)),
-                                        ("conclusions", cid, "see_also", i),
-                                        f"no kb article named {name!r}{did_you_mean(name, kb.articles)}"))
+                if not positions:
+                    positions.append(_positions(runbook.path))
+                where = ("conclusions", cid, "see_also", i)
+                line, column = positions[0].of(where) if positions[0] is not None else (1, 1)
+                problems.append(Problem(runbook.path, line, column, where,
+                                        f"no kb article named {name!r}{articles.hint(name)}"))
     return problems
 
 
-def _position(path: str, doc_path: tuple[str | int, ...]) -> tuple[int, int]:
+def _positions(path: str) -> Positions | None:
     from runbook.format.yamlpos import parse
 
     try:
-        _, positions = parse(safeyaml.read_text(path)[0])
+        return parse(safeyaml.read_text(path)[0])[1]
     except Exception:  # the loader already reported what is wrong with the file
-        return (1, 1)
-    return positions.of(doc_path)
+        return None

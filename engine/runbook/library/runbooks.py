@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from runbook.format.loader import LoadResult
 from runbook.format.model import Runbook, Signature
-from runbook.format.problems import Problem, did_you_mean
+from runbook.format.problems import Problem
+from runbook.format.suggest import Suggestions
 from runbook.library.cache import Store
 from runbook.library.index import step_patterns
 from runbook.library.loading import load_sources, read_sources
@@ -155,6 +156,8 @@ def claim_id(owners: dict[str, str], file: str, rid: str | None) -> Problem | No
 
 def _check_cross_references(library: Library) -> None:
     """`goto: other-runbook:step` and `see_also: runbook:x` must name something that exists."""
+    # One index of the ids for every "did you mean": a renamed runbook breaks many references.
+    suggestions = Suggestions(library.by_id)
     for result in library.by_id.values():
         runbook = result.runbook
         assert runbook is not None
@@ -170,24 +173,24 @@ def _check_cross_references(library: Library) -> None:
         problems: list[tuple[tuple[str | int, ...], str]] = []
         for path, target in refs:
             if ":" in target:
-                problems.extend((path, m) for m in [_cross_target_problem(library, target)] if m)
+                problems.extend((path, m) for m in [_cross_target_problem(library, target, suggestions)] if m)
         for cid, conclusion in runbook.conclusions.items():
             for i, link in enumerate(conclusion.see_also):
                 kind, _, name = link.partition(":")
                 name = name.split("#")[0]
                 if kind == "runbook" and name not in library.by_id:
                     problems.append((("conclusions", cid, "see_also", i),
-                                     f"no runbook named {name!r}{did_you_mean(name, library.by_id)}"))
+                                     f"no runbook named {name!r}{suggestions.hint(name)}"))
         for path, message in problems:
             line, col = result.positions.of(path) if result.positions else (1, 1)
             library.problems.append(Problem(result.path, line, col, path, message))
 
 
-def _cross_target_problem(library: Library, target: str) -> str | None:
+def _cross_target_problem(library: Library, target: str, suggestions: Suggestions) -> str | None:
     rid, _, step = target.partition(":")
     other = library.get(rid)
     if other is None:
-        return f"no runbook named {rid!r}{did_you_mean(rid, library.by_id)}"
+        return f"no runbook named {rid!r}{suggestions.hint(rid)}"
     if step == "start" or other.node(step) is not None:
         return None
     return f"runbook {rid!r} has no step or conclusion named {step!r}"
