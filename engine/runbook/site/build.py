@@ -27,12 +27,14 @@ from runbook.format.model import LANGS, Runbook, Text
 from runbook.format.problems import Problem, errors
 from runbook.run.redact import Redactor
 from runbook.site import pages as P
+from runbook.site import search_reuse
 from runbook.site.flowchart import flowchart_svg
 from runbook.site.markdown import MarkdownRenderer, Rendered
 from runbook.site.theme import Theme
 from runbook.site.triage_export import write as write_triage_data
 
 SEARCH_LANGUAGE = "zh"  # one Pagefind index for both languages; see docs in site/README.md
+SEARCH_OPTIONS = ("--force-language", SEARCH_LANGUAGE)  # what the index depends on besides the HTML
 
 
 @dataclass
@@ -42,6 +44,7 @@ class BuildResult:
     seconds: float
     search_seconds: float
     search_error: str | None  # why the search index is missing, or None
+    search_reused: bool = False  # the earlier bundle was kept: the pages it indexed are unchanged
 
 
 def load_content(repo_url: str = "") -> tuple[P.Content, list[Problem]]:
@@ -73,15 +76,23 @@ def repository_path(file: str) -> str:
 def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = True) -> BuildResult:
     begin = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
+    bundle = out / "pagefind"
+    parked = search_reuse.park(bundle, out) if search else None
     _clear(out)
     pages = P.all_pages(content)
     _render_all(pages, content, theme, out)
     copy_static(theme, out)
     write_triage_data(content.runbooks, out)  # what the triage page matches logs with
     rendered = time.perf_counter()
-    error = index_for_search(out) if search else "not built (--no-search)"
+    error, reused = "not built (--no-search)", False
+    if search:
+        fingerprint = search_reuse.site_fingerprint(out, SEARCH_OPTIONS)
+        reused = search_reuse.reuse(parked, bundle, fingerprint)
+        error = None if reused else index_for_search(out)
+        if error is None and not reused:
+            search_reuse.remember(bundle, fingerprint)
     done = time.perf_counter()
-    return BuildResult(out, len(pages), done - begin, done - rendered, error)
+    return BuildResult(out, len(pages), done - begin, done - rendered, error, reused)
 
 
 def copy_static(theme: Theme, out: Path) -> None:
@@ -94,8 +105,7 @@ def copy_static(theme: Theme, out: Path) -> None:
 def index_for_search(out: Path, bundle: Path | None = None) -> str | None:
     """Run Pagefind's CLI over the built HTML (it indexes with every core); write the bundle to
     `bundle` (default out/pagefind); return why it failed, or None."""
-    command = [sys.executable, "-m", "pagefind", "--site", str(out),
-               "--force-language", SEARCH_LANGUAGE, "--silent"]
+    command = [sys.executable, "-m", "pagefind", "--site", str(out), *SEARCH_OPTIONS, "--silent"]
     if bundle is not None:
         command += ["--output-path", str(bundle.resolve())]
     try:

@@ -23,7 +23,8 @@ from typing import Any
 from runbook.format.model import LANGS, Runbook
 from runbook.format.problems import errors
 from runbook.site import pages as P
-from runbook.site.build import index_for_search, render_pages
+from runbook.site import search_reuse
+from runbook.site.build import SEARCH_OPTIONS, index_for_search, render_pages
 from runbook.site.theme import Theme
 from runbook.site.triage_export import triage_data
 from runbook.site.triage_export import write as write_triage_data
@@ -211,10 +212,14 @@ class SearchRefresher:
         begin = time.perf_counter()
         staging = self.out / ".pagefind-new"
         shutil.rmtree(staging, ignore_errors=True)
+        fingerprint = search_reuse.site_fingerprint(self.out, SEARCH_OPTIONS)
+        if search_reuse.is_current(self.out / "pagefind", fingerprint):
+            return  # a save that changed no page (a comment, whitespace): the index still fits
         error = index_for_search(self.out, staging)
         if error is not None:
             self._log(f"runbook site serve: search index not refreshed: {error}")
             return
+        search_reuse.remember(staging, fingerprint)
         old = self.out / ".pagefind-old"
         shutil.rmtree(old, ignore_errors=True)
         live = self.out / "pagefind"
