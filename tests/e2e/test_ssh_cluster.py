@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests import cluster_fixture
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 make_cluster = cluster_fixture.make_cluster
@@ -44,7 +45,7 @@ def start_layout(cl: Any, tmp: Path, layout: dict[str, str | None]) -> dict[str,
                            "Tried to allocate 20.00 GiB\n")
     for name, scenario in layout.items():
         if scenario:
-            _wait_for(lambda n=name: Path(hosts[n]["params"]["log"]).stat().st_size > 0)
+            wait_for(lambda n=name: Path(hosts[n]["params"]["log"]).stat().st_size > 0)
     return hosts
 
 
@@ -129,7 +130,7 @@ def test_a_host_whose_sshd_dies_mid_run(make_cluster, tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "runbook", "run", "training-hang", "-i",
                              str(inventory), "--set", "stall_after=2", "--format", "json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    _wait_for(lambda: any("nvidia-smi" in p for p in cl.processes("node02")), timeout=20)
+    wait_for(lambda: any("nvidia-smi" in p for p in cl.processes("node02")), timeout=20)
     cl.kill_sshd("node02")  # node02's gpu check is hanging right now
     out, _ = proc.communicate(timeout=60)
     nodes = by_node(json.loads(out))
@@ -148,7 +149,7 @@ def test_ctrl_c_leaves_no_probe_behind(make_cluster, tmp_path: Path) -> None:
                              str(inventory), "--set", "stall_after=2", "--format", "json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     for host in ("node01", "node02"):
-        _wait_for(lambda h=host: any("nvidia-smi" in p for p in cl.processes(h)), timeout=20)
+        wait_for(lambda h=host: any("nvidia-smi" in p for p in cl.processes(h)), timeout=20)
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
     out, err = proc.communicate(timeout=30)
@@ -160,21 +161,13 @@ def test_ctrl_c_leaves_no_probe_behind(make_cluster, tmp_path: Path) -> None:
     assert by_node(report)["node01"]["status"] == "timeout"
     assert by_node(report)["node01"]["reason"].endswith(": interrupted")
     for host in cl.names():
-        _wait_for(lambda h=host: not _probe_leftovers(cl, h), timeout=5,
+        wait_for(lambda h=host: not _probe_leftovers(cl, h), timeout=5,
                   what=lambda h=host: f"{h} still runs {_probe_leftovers(cl, h)}")
 
 
 def _probe_leftovers(cl: Any, host: str) -> list[str]:
     return [p for p in cl.processes(host) if "runbook-probe" in p or "nvidia-smi" in p]
 
-
-def _wait_for(condition: Any, timeout: float = 15.0, what: Any = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"condition not met within {timeout}s" + (f": {what()}" if what else ""))
 
 
 def test_ssh_config_aliases_proxyjump_and_a_refused_key(make_cluster, tmp_path: Path) -> None:

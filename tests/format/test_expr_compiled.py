@@ -26,11 +26,11 @@ def outcome(expression: Expression, variables: dict[str, Any], sandboxed: bool) 
     try:
         value = (expression.evaluate_sandboxed if sandboxed else expression.evaluate)(variables)
     except Exception as exc:  # noqa: BLE001 - the error is the outcome
-        return ("error", type(exc).__name__, _comparable(str(exc)))
-    return ("value", type(value).__name__, _comparable(repr(value)))
+        return ("error", type(exc).__name__, comparable(str(exc)))
+    return ("value", type(value).__name__, comparable(repr(value)))
 
 
-def _comparable(text: str) -> str:
+def comparable(text: str) -> str:
     """A value's repr without addresses (two evaluations build two objects), long ones hashed."""
     text = re.sub(r" at 0x[0-9a-f]+", "", text, flags=re.IGNORECASE)  # `| upper` of an address too
     return text if len(text) <= 2000 else hashlib.sha256(text.encode()).hexdigest()
@@ -115,7 +115,7 @@ def outcome_of(render: Any) -> tuple[Any, ...]:
     try:
         return ("value", render())
     except Exception as exc:  # noqa: BLE001 - the error is the outcome
-        return ("error", type(exc).__name__, _comparable(str(exc)))
+        return ("error", type(exc).__name__, comparable(str(exc)))
 
 
 @pytest.mark.parametrize("source", [

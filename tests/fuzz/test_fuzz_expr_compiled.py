@@ -4,9 +4,7 @@ Jinja evaluation gives: the same value, or the same error."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import random
-import re
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runbook.format.expr import ExprError, compile_command, compile_expression, compile_value
+from tests.format.test_expr_compiled import comparable as _comparable
 from tests.fuzz.test_fuzz_expr import EXPRESSIONS, VARIABLES
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
@@ -26,12 +25,6 @@ def _outcome(run: Any) -> tuple[Any, ...]:
     except Exception as exc:  # noqa: BLE001 - the error is the outcome
         return ("error", type(exc).__name__, _comparable(str(exc)))
     return ("value", type(value).__name__, _comparable(repr(value)))
-
-
-def _comparable(text: str) -> str:
-    """A value's repr without addresses (two evaluations build two objects), long ones hashed."""
-    text = re.sub(r" at 0x[0-9a-f]+", "", text, flags=re.IGNORECASE)  # `| upper` of an address too
-    return text if len(text) <= 2000 else hashlib.sha256(text.encode()).hexdigest()
 
 
 @settings(max_examples=settings.default.max_examples * 20)

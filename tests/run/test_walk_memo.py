@@ -4,6 +4,10 @@ what the walk without them gives (branch, notes, evidence, conclusion, finding, 
 from __future__ import annotations
 
 import copy
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,19 +18,20 @@ from runbook.run.walk import Walk, WalkOptions
 from runbook.testing.runner import ReplayTransport
 from runbook.transports import Node
 
+
+def _scale_bench() -> ModuleType:
+    """bench/scale.py, whose canned answers this test walks (loaded by path: bench is no package)."""
+    spec = importlib.util.spec_from_file_location("bench_scale", Path(__file__).resolve().parents[2]
+                                                  / "bench" / "scale.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scale"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 # training-hang's longest path, as bench/scale.py answers it, and variants that branch elsewhere.
-HEALTHY: dict[str, dict[str, Any]] = {
-    "find-process": {"found": True, "pid": 1, "cpu_percent": 1.0,
-                     "processes": [{"pid": 1, "rank": 0, "world_size": 1}]},
-    "read-log": {"exists": True, "age_s": 900,
-                 "patterns": {"loader_progress": {"count": 0}, "first_batch": {"count": 0}}},
-    "probe-gpu": {"available": True, "max_util": 100, "driver_version": "550.54.15"},
-    "straggler-gpu": {"available": True, "max_util": 100},
-    "stack-dump": {"available": True, "processes": [{"main_wait": "running"}], "distinct_ops": [],
-                   "mismatched": False},
-    "flight-records": {"found": False, "dumps": [], "errors": []},
-    "nccl-settings": {"available": True, "settings": {"NCCL_SOCKET_IFNAME": "ib0"}},
-}
+HEALTHY: dict[str, dict[str, Any]] = copy.deepcopy(_scale_bench().CANNED)
 
 
 def _variant(i: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from runbook.transports import Node
 from runbook.transports.bundle import bundle_name
 from runbook.transports.ssh import SshTransport
 from tests import cluster_fixture
+from tests.polling import wait_for
 
 make_cluster = cluster_fixture.make_cluster
 delay_proxy = cluster_fixture.delay_proxy
@@ -95,7 +96,7 @@ def test_no_python_says_how_to_point_python_at_one(ssh_home) -> None:
     finally:
         wrong.close()
     assert answer.error.startswith("/nowhere/bin/python3 not found on the node: check the path")
-    _wait_for(lambda: not _leftovers(cl, "node01"), 5, lambda: _leftovers(cl, "node01"))
+    wait_for(lambda: not _leftovers(cl, "node01"), 5, lambda: _leftovers(cl, "node01"))
 
 
 def test_a_slow_host_concludes_and_a_stuck_one_times_out_within_connect_timeout(
@@ -130,7 +131,7 @@ def test_close_kills_busy_probes_on_every_node_at_once(ssh_home, tmp_path: Path)
         n, transport.run_check(Node(n, "ssh"), hang(tmp_path / n), 120))) for name in cl.names()]
     for thread in threads:
         thread.start()
-    _wait_for(lambda: all((tmp_path / n).exists() for n in cl.names()), 30)
+    wait_for(lambda: all((tmp_path / n).exists() for n in cl.names()), 30)
     began = time.monotonic()
     transport.close()
     for thread in threads:
@@ -138,7 +139,7 @@ def test_close_kills_busy_probes_on_every_node_at_once(ssh_home, tmp_path: Path)
     assert time.monotonic() - began < 8, "close() waited for the checks"
     assert {a.error for a in answers.values()} == {"interrupted: the run is stopping"}
     for name in cl.names():
-        _wait_for(lambda n=name: not _leftovers(cl, n), 5, lambda n=name: _leftovers(cl, n))
+        wait_for(lambda n=name: not _leftovers(cl, n), 5, lambda n=name: _leftovers(cl, n))
     # Nothing new starts after close().
     late = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
     assert late.status == "error" and late.error == "interrupted: the run is stopping"
@@ -153,7 +154,7 @@ def test_close_cancels_a_connect_under_way(ssh_home, delay_proxy) -> None:
     thread = threading.Thread(target=lambda: answers.append(
         transport.run_check(Node("stuck01", "ssh"), SYSTEM, 10)))
     thread.start()
-    _wait_for(lambda: stuck.accepted > 0, 20)
+    wait_for(lambda: stuck.accepted > 0, 20)
     time.sleep(0.3)  # ssh is now waiting for the banner
     began = time.monotonic()
     transport.close()
@@ -191,7 +192,7 @@ def test_a_probe_that_stops_answering_is_stopped_and_the_next_check_starts_afres
         transport.run_check(Node("node01", "ssh"), hang(tmp_path / "m"), 3)))
     try:
         thread.start()
-        _wait_for(lambda: (tmp_path / "m").exists(), 30)
+        wait_for(lambda: (tmp_path / "m").exists(), 30)
         probes = [pid for pid, _, args in cl.process_table("node01") if "runbook-probe" in args]
         for pid in probes:  # a probe too stuck to answer, even with its own timeout
             os.kill(pid, signal.SIGSTOP)
@@ -200,7 +201,7 @@ def test_a_probe_that_stops_answering_is_stopped_and_the_next_check_starts_afres
             os.kill(pid, signal.SIGCONT)
         assert answers and answers[0].status == "ok" and answers[0].result["timed_out"] is True
         assert "the probe was killed on the node" in answers[0].result["reason"]
-        _wait_for(lambda: not _leftovers(cl, "node01"), 5, lambda: _leftovers(cl, "node01"))
+        wait_for(lambda: not _leftovers(cl, "node01"), 5, lambda: _leftovers(cl, "node01"))
         again = transport.run_check(Node("node01", "ssh"), SYSTEM, 10)
         assert again.status == "ok" and again.result
     finally:
@@ -210,11 +211,3 @@ def test_a_probe_that_stops_answering_is_stopped_and_the_next_check_starts_afres
 def _leftovers(cl: Any, host: str) -> list[str]:
     return [p for p in cl.processes(host) if "runbook-probe" in p or "sleep 300" in p]
 
-
-def _wait_for(condition: Callable[[], Any], timeout: float, what: Callable[[], Any] | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s" + (f": {what()}" if what else ""))

@@ -22,6 +22,7 @@ from runbook.transports import _masters as masters
 from runbook.transports._mux import MuxConnection, MuxRefused
 from runbook.transports.ssh import SshTransport
 from tests import cluster_fixture
+from tests.polling import wait_for
 
 make_cluster = cluster_fixture.make_cluster
 pytestmark = cluster_fixture.needs_cluster
@@ -104,7 +105,7 @@ def test_a_killed_master_is_replaced(ssh_home, control: Path) -> None:
     assert one_run().status == "ok"
     old = the_master(control)
     os.kill(old.pid, signal.SIGKILL)
-    _wait_for(lambda: not masters.is_master_of(old.pid, old.path))
+    wait_for(lambda: not masters.is_master_of(old.pid, old.path))
     assert old.path.is_socket()  # left behind: nothing listens on it now
     assert one_run().status == "ok"
     new = the_master(control)
@@ -118,7 +119,7 @@ def test_a_stopped_master_is_replaced_not_waited_for(ssh_home, control: Path) ->
     os.kill(old.pid, signal.SIGSTOP)  # it accepts connections (the kernel does) but never answers
     try:
         assert one_run().status == "ok"
-        _wait_for(lambda: not masters.is_master_of(old.pid, old.path))  # killed as stale
+        wait_for(lambda: not masters.is_master_of(old.pid, old.path))  # killed as stale
     finally:
         if masters.is_master_of(old.pid, old.path):
             os.kill(old.pid, signal.SIGKILL)
@@ -146,14 +147,14 @@ def test_a_master_whose_sshd_is_gone_is_not_hung_on(ssh_home, control: Path) -> 
     answer = one_run(connect_timeout=3)
     assert answer.status == "unreachable"
     assert answer.error.startswith("connection refused by 127.0.0.2")
-    _wait_for(lambda: not masters.masters(control))  # its master ended; no stale socket is left
+    wait_for(lambda: not masters.masters(control))  # its master ended; no stale socket is left
 
 
 def test_a_window_of_zero_keeps_no_connection(ssh_home, control: Path) -> None:
     cl = ssh_home(1)
     assert one_run(persist=0).status == "ok"
     assert not control.exists() or not any(control.iterdir())
-    _wait_for(lambda: not logins(cl, "node01"))
+    wait_for(lambda: not logins(cl, "node01"))
 
 
 def test_ssh_masters_lists_the_kept_connections_and_stop_ends_them(ssh_home, control: Path,
@@ -168,16 +169,8 @@ def test_ssh_masters_lists_the_kept_connections_and_stop_ends_them(ssh_home, con
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.startswith("stopped 2 SSH connection(s)")
     assert not masters.masters(control)
-    _wait_for(lambda: not logins(cl, "node01") and not logins(cl, "node02"))
+    wait_for(lambda: not logins(cl, "node01") and not logins(cl, "node02"))
 
-
-def _wait_for(condition: Callable[[], Any], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s")
 
 
 def test_a_node_that_refuses_one_more_session_gets_a_connection_of_the_runs_own(
@@ -187,7 +180,7 @@ def test_a_node_that_refuses_one_more_session_gets_a_connection_of_the_runs_own(
     config = host.sshd_config.read_text().replace("MaxSessions 100", "MaxSessions 1")
     host.sshd_config.write_text(config)
     os.kill(host.ns_init_pid, signal.SIGHUP)  # sshd re-reads its config: new connections get it
-    _wait_for(lambda: one_run().status == "ok")  # on a master made under MaxSessions 1
+    wait_for(lambda: one_run().status == "ok")  # on a master made under MaxSessions 1
     master = the_master(control)
     conn = MuxConnection(str(master.path), time.monotonic() + 10)
     busy = conn.open_session("exec sleep 60", time.monotonic() + 10)  # another run's session

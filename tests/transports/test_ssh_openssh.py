@@ -13,6 +13,7 @@ import pytest
 
 from runbook.transports import _openssh as openssh
 from runbook.transports.bundle import local_bundle
+from tests.polling import wait_for
 
 WHERE = ("10.0.0.7", 2222, "alice")
 
@@ -83,13 +84,13 @@ def test_the_end_of_input_stops_the_check_under_way_and_its_commands(tmp_path: P
         assert probe.stdin is not None
         probe.stdin.write(json.dumps(request).encode() + b"\n")
         probe.stdin.flush()
-        _wait_for(lambda: marker.exists() and marker.read_text().strip())
+        wait_for(lambda: marker.exists() and marker.read_text().strip())
         sleeper = int(marker.read_text())
         began = time.monotonic()
         probe.stdin.close()  # what the transport does to stop a check: no signal, no second connection
         probe.wait(timeout=10)
         assert time.monotonic() - began < 5
-        _wait_for(lambda: not _alive(sleeper))
+        wait_for(lambda: not _alive(sleeper))
     finally:
         if probe.poll() is None:
             probe.kill()
@@ -110,12 +111,4 @@ def _alive(pid: int) -> bool:
         return False
     return state != "Z"
 
-
-def _wait_for(condition, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s")
 
