@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/scale.py [--nodes 1000 10000] [--latency-ms 5] [--jitter-ms 5]
                                     [--hang-share 0.01] [--unreachable-share 0.01] [--json]
-                                    [--profile]
+                                    [--profile] [--stream]
 
 Every node walks `training-hang` on canned answers (a stalled job whose stacks and flight
 records say nothing, so each node goes through every analysed step: the longest path). The
@@ -12,6 +12,10 @@ time, the client's CPU time, peak memory, and both per node, so growth faster th
 as a per-node cost that climbs with N; then the time to build the report (JSON document, the
 grouped text report) from the outcomes, and the size of each. `--profile` runs the walk under
 cProfile and prints where its time goes (slower: the figures are for reading, not comparing).
+With --stream the report is the streamed one (`--format jsonl`): each node's line is written as
+it finishes (its CPU counts in the walk's) and its evidence dropped; "report CPU s" is then the
+fixes and summary lines after the walk. Peak memory is the process's: measure one size per
+process to compare.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pstats
 import random
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,7 @@ sys.path.insert(0, str(ROOT / "engine"))
 
 from runbook.library.runbooks import load_library  # noqa: E402
 from runbook.report.build import build_report  # noqa: E402
+from runbook.report.stream import JsonLinesReporter  # noqa: E402
 from runbook.report.text import TextReporter  # noqa: E402
 from runbook.run.walk import Walk, WalkOptions  # noqa: E402
 from runbook.transports import Node, ProbeAnswer  # noqa: E402
@@ -77,8 +83,15 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     hanging = set(rng.sample(names, int(n * args.hang_share)))
     unreachable = set(rng.sample(sorted(set(names) - hanging), int(n * args.unreachable_share)))
     transport = SimulatedTransport(args.latency_ms / 1000, args.jitter_ms / 1000, hanging, unreachable)
-    walk = Walk(library, library.get("training-hang"), [Node(x, "local") for x in names], transport,
-                {"log": "/var/log/train.log"}, WalkOptions(forks=args.forks, deadline_s=3600))
+    params = {"log": "/var/log/train.log"}
+    runbook = library.get("training-hang")
+    lines = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) if args.stream else None  # noqa: SIM115
+    streamed = JsonLinesReporter(lang="en") if lines else None
+    if streamed and lines:
+        streamed.stream_to(lines.name)
+        streamed.start(runbook, params, "2026-01-01T00:00:00Z")
+    walk = Walk(library, runbook, [Node(x, "local") for x in names], transport, params,
+                WalkOptions(forks=args.forks, deadline_s=3600), [streamed] if streamed else [])
     wall, cpu = time.perf_counter(), time.process_time()
     outcomes = walk.run() if profile is None else profile.runcall(walk.run)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -89,9 +102,14 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     concluded = sum(o.conclusion is not None for o in outcomes)
     report_cpu = time.process_time()
     report = build_report(walk.runbook, outcomes, "2026-01-01T00:00:00Z", wall, "en",
-                          {"log": "/var/log/train.log"}, job_verdicts=walk.job_verdicts)
-    json_bytes = len(json.dumps(report))
-    text = TextReporter("en").render(report)
+                          params, job_verdicts=walk.job_verdicts)
+    if streamed and lines:
+        streamed.render(report)
+        json_bytes, text = Path(lines.name).stat().st_size, ""
+        Path(lines.name).unlink()
+    else:
+        json_bytes = len(json.dumps(report))
+        text = TextReporter("en").render(report)
     report_cpu = time.process_time() - report_cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"nodes": n, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
@@ -116,6 +134,8 @@ def main() -> int:
     parser.add_argument("--forks", type=int, default=256)
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--profile", action="store_true", help="print the walk's profile on stderr")
+    parser.add_argument("--stream", action="store_true",
+                        help="the streamed report (--format jsonl) instead of the JSON document and text")
     args = parser.parse_args()
     library = load_library()
     rows = [measure(n, args, library) for n in args.nodes]

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 REPORTERS: dict[str, str] = {
     "text": "runbook.report.text:TextReporter",
     "json": "runbook.report.json:JsonReporter",
+    "jsonl": "runbook.report.stream:JsonLinesReporter",
     "md": "runbook.report.markdown:MarkdownReporter",
     "html": "runbook.report.html:HtmlReporter",
     "junit": "runbook.report.junit:JunitReporter",

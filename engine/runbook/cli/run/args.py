@@ -11,7 +11,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_node_args(parser)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                         help="a runbook parameter, e.g. --set log=train.log (repeatable)")
-    add_format(parser, ("text", "json", "md", "html", "junit"))
+    add_format(parser, ("text", "json", "jsonl", "md", "html", "junit"))
     parser.add_argument("--output", "-o", help="write the report to this file")
     add_lang(parser)
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S",

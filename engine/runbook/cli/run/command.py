@@ -58,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr if is_tty(sys.stderr) else None
     reporter = get_reporter(args.format, lang=args.lang, progress=progress,
                             color=args.output is None and is_tty(sys.stdout))
+    streams = getattr(reporter, "streams", False)
+    if streams:
+        if args.watch is not None:
+            print("runbook: --format jsonl streams one walk and --watch walks again until something "
+                  "changes: use --format json with --watch", file=sys.stderr)
+            return 2
+        # A --record reads every node's evidence after the walk: keep it then.
+        reporter.stream_to(args.output, slim=args.record is None)
     try:
         diagnosis = diagnose(args, reporter)
     except JobNotRunning as stopped:
@@ -68,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         if str(exc):
             print(f"runbook: {exc}", file=sys.stderr)
         return 2
-    _emit(reporter.render(diagnosis.report), args.output)
+    text = reporter.render(diagnosis.report)
+    if not streams:  # a streaming reporter has written its lines itself, the summary last
+        _emit(text, args.output)
     if diagnosis.interrupted:
         print(f"runbook: {diagnosis.report['summary']['reason']}: the report is incomplete", file=sys.stderr)
         return 130
@@ -85,6 +95,9 @@ def diagnose(args: argparse.Namespace, reporter: Any, policy: Any = None) -> Dia
     plan = _plan(args)
     started = datetime.now(timezone.utc)
     clock = time.monotonic()
+    start = getattr(reporter, "start", None)
+    if start is not None:  # a streaming reporter writes its header before the first node finishes
+        start(plan.runbook, plan.params, started.strftime("%Y-%m-%dT%H:%M:%SZ"))
     walked = _walk(args, plan, reporter, started, policy)
     incomplete = interrupt_reason() if walked.interrupted else None
     report = build_report(plan.runbook, walked.outcomes, started.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -1,0 +1,130 @@
+"""`--format jsonl`: the report as JSON Lines (schema: schema/report-lines.v1.json), written as
+nodes finish.
+
+One `header` line when the walk starts, one `node` line per node the moment it finishes (its
+`entry` is the object a `runbook-report/v1` document holds in `nodes[]`), one `fixes` line per
+node whose fixes were planned or run (they act after the walk), and the `summary` line last. A
+run cut short by Ctrl-C still ends with its summary line (`incomplete: true`).
+
+Memory stays flat with the node count: once a node's line is written, its raw evidence is
+dropped from the walk's outcome (`slim`), keeping only what the fixes and the summary read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from runbook.report.silent import SilentReporter
+
+SCHEMA = "runbook-report-lines/v1"
+
+
+def dumps(line: dict[str, Any]) -> str:
+    return json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+
+
+class JsonLinesReporter(SilentReporter):
+    """A listener that writes each node's report entry as soon as the node finishes."""
+
+    streams = True  # cli/run writes nothing itself: this reporter owns the output
+
+    def __init__(self, lang: str = "en", **_: Any) -> None:
+        self.lang = lang
+        self.output: str | None = None
+        self.slim = True  # False when something after the walk (a --record) still reads evidence
+        self._out: TextIO | None = None
+        self._redactor: Any = None
+        self.written = 0
+
+    def stream_to(self, output: str | None, slim: bool = True) -> None:
+        """Where the lines go (a file, or stdout when None); opened only when the walk starts,
+        so a bad argument leaves no half-written file."""
+        self.output, self.slim = output, slim
+
+    def start(self, runbook: Any, params: dict[str, Any], started_at: str) -> None:
+        from runbook.report.build import SCHEMA as REPORT_SCHEMA
+        from runbook.run.redact import Redactor
+
+        self._redactor = Redactor.for_params(params)
+        self._out = open(self.output, "w", encoding="utf-8") if self.output else sys.stdout  # noqa: SIM115
+        self._write({"type": "header", "schema": SCHEMA, "report_schema": REPORT_SCHEMA,
+                     "runbook": {"id": runbook.id, "version": runbook.version, "digest": runbook.digest,
+                                 "title": runbook.title.get(self.lang)},
+                     "started_at": started_at, "lang": self.lang, "params": params})
+
+    def on_node_done(self, outcome: Any) -> None:
+        if self._out is None:  # not started (a caller that only walks): nothing to stream to
+            return
+        from runbook.report.build import node_entry
+
+        self._write({"type": "node", "entry": node_entry(outcome, self.lang)})
+        self.written += 1
+        if self.slim:
+            forget_evidence(outcome)
+
+    def render(self, report: dict[str, Any]) -> str:
+        """Finish the stream: the fixes' results, then the summary line. Returns "" (all written)."""
+        for node in report["nodes"]:
+            fixes = (node.get("conclusion") or {}).get("fixes") or []
+            results = {str(i): fix["result"] for i, fix in enumerate(fixes) if "result" in fix}
+            if results:
+                self._write({"type": "fixes", "node": node["node"], "results": results})
+        self._write({"type": "summary", "duration_s": report["duration_s"], "summary": report["summary"]})
+        self.close()
+        return ""
+
+    def close(self) -> None:
+        if self._out is not None and self._out is not sys.stdout:
+            self._out.close()
+            print(f"runbook: report written to {self.output}", file=sys.stderr)
+        self._out = None
+
+    def _write(self, line: dict[str, Any]) -> None:
+        assert self._out is not None
+        self._out.write(dumps(self._redactor.data(line)))
+        self._out.flush()  # a reader (tail -f, a pipe) sees each node as it finishes
+
+
+def forget_evidence(outcome: Any) -> None:
+    """Drop what only the node's own report entry needed, now that it is written: the checks'
+    raw results and the per-step job parts. The fixes read the conclusion and its rendered
+    commands; the summary reads status and conclusion; both are kept."""
+    outcome.evidence = []
+    outcome.seen = {}
+    outcome.jobs = {}
+    outcome.job = {}
+    outcome.step_variables = None
+
+
+def read_lines(path: Path | str) -> dict[str, Any]:
+    """A JSON Lines report read back as the `runbook-report/v1` document it stands for (nodes in
+    the order they finished, each with its fixes' results). Raises ValueError naming the line."""
+    header: dict[str, Any] | None = None
+    nodes: dict[str, dict[str, Any]] = {}
+    summary: dict[str, Any] | None = None
+    with open(path, encoding="utf-8") as lines:
+        for number, text in enumerate(lines, 1):
+            try:
+                line = json.loads(text)
+                kind = line["type"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: not a report line ({exc})") from None
+            if kind == "header":
+                header = line
+            elif kind == "node":
+                nodes[line["entry"]["node"]] = line["entry"]
+            elif kind == "fixes":
+                for i, result in line["results"].items():
+                    nodes[line["node"]]["conclusion"]["fixes"][int(i)]["result"] = result
+            elif kind == "summary":
+                summary = line
+    if header is None or summary is None:
+        raise ValueError(f"{path}: no {'header' if header is None else 'summary'} line: the run did "
+                         "not finish writing it")
+    return {"schema": header["report_schema"], "runbook": header["runbook"],
+            "started_at": header["started_at"], "duration_s": summary["duration_s"],
+            "lang": header["lang"], "params": header["params"], "nodes": list(nodes.values()),
+            "summary": summary["summary"]}
