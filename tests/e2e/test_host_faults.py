@@ -19,7 +19,8 @@ import pytest
 
 from runbook.report import get_reporter
 from tests import cluster_fixture
-from tests.e2e.test_ssh_cluster import _wait_for, by_node, conclusion, start_layout, write_inventory
+from tests.e2e.test_ssh_cluster import by_node, conclusion, start_layout, write_inventory
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 make_cluster = cluster_fixture.make_cluster
@@ -49,7 +50,7 @@ def test_every_host_fault_gets_its_own_reason_in_one_run(make_cluster, delay_pro
                              "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**cl.env(), "RUNBOOK_LANG": "en"})
     try:
-        _wait_for(lambda: any("nvidia-smi" in p for p in cl.processes("node06")), timeout=60)
+        wait_for(lambda: any("nvidia-smi" in p for p in cl.processes("node06")), timeout=60)
         cl.kill_sshd("node06")  # its gpu check is hanging right now
         out, err = proc.communicate(timeout=180)
     finally:
@@ -66,7 +67,7 @@ def test_every_host_fault_gets_its_own_reason_in_one_run(make_cluster, delay_pro
     for name in ("node03", "node04", "node05", "node06", "node07", "stuck09"):
         assert f"{name}: ✖" in text and f"Reason: {nodes[name]['reason']}" in text, (name, text)
     for name in ("node01", "node02", "node08", "node09"):
-        _wait_for(lambda n=name: not _leftovers(cl, n), timeout=10,
+        wait_for(lambda n=name: not _leftovers(cl, n), timeout=10,
                   what=lambda n=name: f"{n} still runs {_leftovers(cl, n)}")
 
 
