@@ -53,7 +53,8 @@ def test_seed_000_loader_still_tokenising(scenario) -> None:
     assert node["conclusion"]["taxonomy"] == ["hang.dataloader"]
     assert code == 0  # severity info: waiting is the normal course
     process = node["evidence"][0]["result"]
-    assert process["found"] and process["pid"] == job.pid and process["cpu_percent"] > 20
+    # busy tokenising, not idle: on a loaded 2-core machine it gets a fraction of a core (20.0 seen)
+    assert process["found"] and process["pid"] == job.pid and process["cpu_percent"] >= 5
     loader = node["evidence"][1]["result"]["patterns"]["loader_progress"]
     assert loader["count"] >= 1 and loader["last_groups"][1] == "65537"
 
