@@ -10,12 +10,16 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 import zipfile
 from functools import lru_cache
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _MAIN = "from runbook.probe import main\nimport sys\nsys.exit(main())\n"
+# lru_cache does not make concurrent first callers wait: without this, every node's thread that
+# asks before the first build ends would zip the sources anew.
+_BUILDING = threading.Lock()
 
 
 def _sources() -> list[tuple[str, bytes]]:
@@ -30,9 +34,15 @@ def _sources() -> list[tuple[str, bytes]]:
     return files
 
 
-@lru_cache(maxsize=1)
 def bundle_bytes() -> bytes:
-    """The zip's bytes; fixed timestamps so the same sources give the same hash."""
+    """The zip's bytes; fixed timestamps so the same sources give the same hash. Built once,
+    whichever thread asks first; the others wait for it."""
+    with _BUILDING:
+        return _build()
+
+
+@lru_cache(maxsize=1)
+def _build() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in _sources():

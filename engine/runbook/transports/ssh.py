@@ -194,10 +194,6 @@ class SshTransport:
     def _start(self, node: Node) -> Session:
         """Connect, check for Python, ship the bundle if needed and start the serving probe."""
         python = self._python(node)
-        with self._registry_lock:
-            # Build the bundle (and its hash) once, before the nodes' threads all ask at once:
-            # lru_cache does not make them wait, so each thread that came first would zip it anew.
-            bundle_name()
         if self._master_path(node) is not None:  # slots for handshakes only: a reuse has none
             return self._connect(node, python)
         self._take_connect_slot()
