@@ -172,6 +172,12 @@
     this.facts = data.spread.facts.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
     this.metrics = data.series.metrics.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
     this.schedule = regex(data.series.schedule);
+    this.stackRe = {};
+    Object.keys(data.stacks.patterns).forEach(function (name) {
+      this.stackRe[name] = regex(data.stacks.patterns[name]);
+    }, this);
+    this.nativeRules = data.stacks.frames.native.map(function (rule) { return { rule: rule, re: new RegExp(rule.pattern) }; });
+    this.soFile = new RegExp(data.stacks.frames.so_file);
     this.signatures = [];
     this.broken = [];
     for (var j = 0; j < data.signatures.length; j++) {
@@ -281,7 +287,8 @@
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
-             differences: this.differences(lines), readings: this.readings(lines) };
+             differences: this.differences(lines),
+             readings: this.stackReadings(lines).concat(this.readings(lines)) };
   };
 
   // spread.Spread: who writes a line (NCCL's host prefix, else the rank a launcher's prefix names)
@@ -379,6 +386,191 @@
       }
     }
     return { values: values, schedule: schedule };
+  };
+
+  // -- stacks.py: pasted py-spy, faulthandler and gdb dumps, classified like the stack check --
+
+  // checks/facts/stackframes.classify: (waits, op) of a thread, innermost frame first
+  Engine.prototype.classifyFrames = function (frames) {
+    var rules = this.data.stacks.frames, soFile = this.soFile;
+    function pathFunc(f) {
+      var path = String(f.filename || "").replace(/\\/g, "/");
+      var name = String(f.name || "");
+      return [path, name.slice(name.lastIndexOf(".") + 1)];
+    }
+    function endsWithAny(path, suffixes) {
+      return (suffixes || []).some(function (s) { return path.slice(-s.length) === s; });
+    }
+    for (var i = 0; i < frames.length; i++) {
+      var pf = pathFunc(frames[i]);
+      for (var r = 0; r < rules.rules.length; r++) {
+        var rule = rules.rules[r];
+        if (rule.funcs.indexOf(pf[1]) < 0) continue;
+        if (endsWithAny(pf[0], rule.suffix) ||
+            (rule.contains || []).some(function (c) { return pf[0].indexOf(c) >= 0; })) {
+          return [rule.waits, rule.op.replace("{func}", pf[1])];
+        }
+      }
+    }
+    for (var n = 0; n < frames.length; n++) {
+      var f = frames[n];
+      if (!(f.module || soFile.test(String(f.filename)))) continue;
+      var name = String(f.name || "");
+      for (var k = 0; k < this.nativeRules.length; k++) {
+        if (this.nativeRules[k].re.test(name)) {
+          return [this.nativeRules[k].rule.waits, this.nativeRules[k].rule.op || name.split("(")[0]];
+        }
+      }
+    }
+    for (var o = 0; o < frames.length; o++) {
+      var io = pathFunc(frames[o]);
+      var base = io[0].slice(io[0].lastIndexOf("/") + 1);
+      if (rules.io_funcs.indexOf(io[1]) >= 0 && (rules.io_files.indexOf(base) >= 0 || endsWithAny(io[0], rules.io_suffixes))) {
+        return ["io", io[1]];
+      }
+    }
+    return ["running", null];
+  };
+
+  // stacks.Stacks.see for every line: the processes and their threads
+  Engine.prototype.stackProcesses = function (lines) {
+    var st = this.data.stacks, re = this.stackRe, processes = [], byWho = {}, total = 0;
+    var thread = null, proc = null, format = "", self = this;
+    function processFor(raw, pidLabel) {
+      var rank = self.lineRank.exec(raw.slice(0, 200)), who = null;
+      if (rank) for (var g = 1; g < rank.length; g++) if (rank[g] !== undefined) { who = "rank " + parseInt(rank[g], 10); break; }
+      if (who === null) who = pidLabel || "process " + (processes.length + 1);
+      if (byWho[who] && byWho[who].threads.length) who = who + " (<pasted>:" + (processes.length + 1) + ")";
+      var p = { who: who, pid: null, threads: [], lastIsMain: false };
+      if (!byWho[who]) processes.push(p); else processes[processes.indexOf(byWho[who])] = p;
+      byWho[who] = p;
+      return p;
+    }
+    function frameOf(text) {
+      var m = re.fault_frame.exec(text);
+      if (m) return { filename: m[1], line: parseInt(m[2], 10), name: m[3] };
+      m = re.pyspy_frame.exec(text);
+      if (m) {
+        var frame = { filename: m[2], name: m[1] };
+        if (m[3]) frame.line = parseInt(m[3], 10);
+        else if (m[2].slice(-3) !== ".py") frame.module = m[2];
+        return frame;
+      }
+      m = /^\s*#/.test(text) ? re.gdb_frame.exec(text) : null;
+      if (m) return { filename: m[2] || "", name: m[1], module: m[2] || "?" };
+      return null;
+    }
+    function header(line) {
+      var text = line.text, m;
+      if (text.indexOf("hread ") < 0 && text.indexOf("Process ") < 0) return false;
+      m = re.process.exec(text);
+      if (m) {
+        thread = null;
+        proc = processFor(line.raw, "pid " + m[1]);
+        proc.pid = m[1];
+        format = "";
+        return true;
+      }
+      var fmt = null;
+      ["pyspy_thread", "fault_thread", "gdb_thread"].some(function (name) {
+        m = re[name].exec(text);
+        if (m) fmt = name;
+        return !!m;
+      });
+      if (!fmt) return false;
+      if (total >= st.max_threads) { thread = null; return true; }
+      total += 1;
+      var name, ident, hint;
+      if (fmt === "pyspy_thread") {
+        name = m[3] || ""; ident = m[1];
+        hint = name === "MainThread" || (proc !== null && proc.pid !== null && m[1] === proc.pid);
+      } else if (fmt === "fault_thread") {
+        name = m[1]; ident = m[2]; hint = m[1] === "Current thread";
+      } else {
+        name = "Thread " + m[1]; ident = m[2]; hint = m[1] === "1";
+      }
+      var repeats = proc !== null && proc.threads.some(function (t) { return t.ident === ident; });
+      if (proc === null || (format !== "" && format !== fmt) || (fmt !== "pyspy_thread" && repeats)) {
+        proc = processFor(line.raw, "");
+      }
+      format = fmt;
+      proc.lastIsMain = fmt === "fault_thread";
+      thread = { name: name, ident: ident, hint: hint, frames: [], where: "line " + line.no };
+      proc.threads.push(thread);
+      return true;
+    }
+    lines.forEach(function (line) {
+      if (header(line) || thread === null) return;
+      var frame = frameOf(line.text);
+      if (frame === null) { if (line.text.trim()) thread = null; return; }
+      if (thread.frames.length < st.max_frames) thread.frames.push(frame);
+    });
+    return processes;
+  };
+
+  // stacks.Stacks.readings: the processes' main threads compared, most telling first
+  Engine.prototype.stackReadings = function (lines) {
+    var st = this.data.stacks, self = this, mains = [];
+    function startedByThreading(t) {
+      var f = t.frames[t.frames.length - 1], path = String(f.filename || "").replace(/\\/g, "/");
+      var func = String(f.name || ""); func = func.slice(func.lastIndexOf(".") + 1);
+      return path.slice(-"threading.py".length) === "threading.py" && func.indexOf("_bootstrap") === 0;
+    }
+    this.stackProcesses(lines).forEach(function (p) {
+      var threads = p.threads.filter(function (t) { return t.frames.length; });
+      if (!threads.length) return;
+      var main = threads.filter(function (t) { return t.hint && t.name === "MainThread"; })[0];
+      if (!main) {
+        var notStarted = threads.filter(function (t) { return !startedByThreading(t); });
+        if (!notStarted.length) notStarted = threads;
+        main = notStarted.filter(function (t) { return t.hint; })[0] ||
+          (p.lastIsMain ? notStarted[notStarted.length - 1] : notStarted[0]);
+      }
+      mains.push({ who: p.who, thread: main, wait: self.classifyFrames(main.frames) });
+    });
+    if (!mains.length) return [];
+    function shown(whos) {
+      var text = whos.slice(0, 6).join(", ");
+      return text + (whos.length > 6 ? " (+" + (whos.length - 6) + ")" : "");
+    }
+    var out = [], ops = [];
+    mains.forEach(function (m) {
+      var op = m.wait[1] || "";
+      if (m.wait[0] === "collective" && ops.indexOf(op) < 0) ops.push(op);
+    });
+    ops.sort();
+    if (ops.length > 1) {
+      var groups = ops.map(function (op) {
+        return op + " on " + shown(mains.filter(function (m) { return m.wait[0] === "collective" && (m.wait[1] || "") === op; })
+          .map(function (m) { return m.who; }));
+      }).join("; ");
+      out.push({ reading: "stack-mismatch", conclusion: st.mismatch, first: null, facts: { groups: groups } });
+    }
+    var keys = [], byKey = {};
+    mains.forEach(function (m) {
+      var key = m.wait[0] + "\u0000" + (m.wait[1] === null ? "\u0001" : m.wait[1]);
+      if (!byKey[key]) { byKey[key] = []; keys.push(key); }
+      byKey[key].push(m);
+    });
+    keys.sort(function (a, b) {
+      return (byKey[b].length - byKey[a].length) || (byKey[a][0].wait[0] < byKey[b][0].wait[0] ? -1 :
+        byKey[a][0].wait[0] > byKey[b][0].wait[0] ? 1 : 0);
+    });
+    keys.forEach(function (key) {
+      var group = byKey[key], thread = group[0].thread, wait = group[0].wait[0];
+      var inWorker = thread.frames.some(function (f) {
+        var path = String(f.filename || "").replace(/\\/g, "/"), func = String(f.name || "");
+        func = func.slice(func.lastIndexOf(".") + 1);
+        return path.slice(-st.worker_frame[0].length) === st.worker_frame[0] && func === st.worker_frame[1];
+      });
+      var kind = wait === "lock" && inWorker ? "lock-in-worker" : wait;
+      var top = thread.frames[0];
+      out.push({ reading: "stack-wait", conclusion: st.wait_conclusions[kind] || null, first: thread.where,
+                 facts: { waits: wait, op: group[0].wait[1] || "", count: group.length, total: mains.length,
+                          who: shown(group.map(function (m) { return m.who; })),
+                          frame: top.name + " (" + top.filename + (top.line ? ":" + top.line : "") + ")" } });
+    });
+    return out.filter(function (r) { return r.conclusion; }).concat(out.filter(function (r) { return !r.conclusion; }));
   };
 
   // series.read_series: the readings, most telling first
@@ -485,6 +677,13 @@
 
   // series.describe_reading: one clause in the page's language
   Engine.prototype.describeReading = function (reading, lang) {
+    var stackText = this.data.stacks.texts[reading.reading];
+    if (stackText) {
+      return stackText[lang].replace(/\{(\w+)\}/g, function (_, name) {
+        var value = reading.facts[name];
+        return name === "op" ? (value ? " " + value : "") : String(value);  // stacks.describe_reading
+      });
+    }
     var series = this.data.series, facts = {};
     Object.keys(reading.facts).forEach(function (k) { facts[k] = reading.facts[k]; });
     if ("metric" in facts) facts.metric = series.metric_names[facts.metric][lang];

@@ -20,10 +20,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from runbook.checks.facts import stackframes
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
-from runbook.triage import errorlines, lognorm, series, sources, spread
+from runbook.triage import errorlines, lognorm, series, sources, spread, stacks
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
 from runbook.triage.scan import TEXT_MAX
@@ -48,7 +49,8 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     by_id = {rb.id: rb for rb in runbooks}
     # what a difference across hosts, or a reading of the numbers, means: linked from the page
-    for linked in [fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values()):
+    for linked in ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
+                   + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH]):
         rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
             conclusions.setdefault(linked, _conclusion(by_id[rid], cid))
@@ -71,6 +73,13 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                    "rules": series.RULES, "conclusions": series.CONCLUSIONS, "order": series.ORDER,
                    "healthy": list(series.HEALTHY), "texts": series.TEXTS,
                    "metric_names": series.METRIC_NAMES},
+        "stacks": {"patterns": {name: _js(regex) for name, regex in stacks.COMPILED.items()},
+                   "needles": list(stacks.NEEDLES), "wait_conclusions": stacks.WAIT_CONCLUSIONS,
+                   "mismatch": stacks.MISMATCH, "worker_frame": list(stacks.WORKER_FRAME),
+                   "texts": stacks.TEXTS, "max_threads": stacks.MAX_THREADS, "max_frames": stacks.MAX_FRAMES,
+                   "frames": {"rules": stackframes.RULES, "native": stackframes.NATIVE,
+                              "io_files": stackframes.IO_FILES, "io_suffixes": stackframes.IO_SUFFIXES,
+                              "io_funcs": stackframes.IO_FUNCS, "so_file": stackframes.SO_FILE.pattern}},
         "signatures": signatures,
         "conclusions": conclusions,
     }

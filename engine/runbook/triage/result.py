@@ -50,7 +50,7 @@ class TriageResult:
     notes: list[str] = field(default_factory=list)
     advice: Advice | None = None  # when the verdict names no cause
     differences: list[dict[str, Any]] = field(default_factory=list)  # spread.py: across hosts/ranks
-    readings: list[dict[str, Any]] = field(default_factory=list)  # series.py: what the numbers show
+    readings: list[dict[str, Any]] = field(default_factory=list)  # stacks.py, series.py: dumps, numbers
 
     def summary(self, lang: str = "en") -> str:
         """One or two sentences for a person: what failed, where, and what followed."""
@@ -138,7 +138,8 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
     return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice,
-                        scanner.spread.differences(), scanner.series.readings())
+                        scanner.spread.differences(),
+                        scanner.stacks.readings() + scanner.series.readings())
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

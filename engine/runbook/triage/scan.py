@@ -32,6 +32,7 @@ from runbook.triage.score import is_generic, kept_lines, specificity
 from runbook.triage.series import Series
 from runbook.triage.sources import Source, line_rank, line_time
 from runbook.triage.spread import Spread, may_state_facts
+from runbook.triage.stacks import Stacks
 from runbook.triage.verdict import Match, rank
 
 BLOCK_LINES = 4096
@@ -153,6 +154,7 @@ class Triage:
         self.tail: deque[str] = deque(maxlen=ADVICE["tail_lines"])  # what advice.py reads
         self.spread = Spread()  # versions and settings per host or rank, compared at the end
         self.series = Series()  # metric values per rank, read at the end (series.py)
+        self.stacks = Stacks()  # the threads of pasted stack dumps (stacks.py)
         self._source = STDIN
         self._compile()
 
@@ -193,6 +195,7 @@ class Triage:
         self.sources.append(source)
         self.lines = 0
         self.series.start(source)
+        self.stacks.start(source)
 
     def feed(self, lines: Iterable[str]) -> None:
         """Scan more lines of the current log, given without their line endings."""
@@ -221,6 +224,7 @@ class Triage:
             for number, raw, line in zip(numbers, texts, block.lines, strict=True):
                 self.spread.see(raw, line, self._source, number)
         self.series.block(numbers, texts, block.lines, block.lowered)
+        self.stacks.block(numbers, texts, block.lines, block.lowered, self._source)
         for pattern in self._patterns.values():
             if not may_match(pattern.needs, block.lowered):
                 continue

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from runbook.triage import stacks
 from runbook.triage.sources import Source, line_rank
 from runbook.triage.spread import who_wrote
 
@@ -346,6 +347,8 @@ def _name(value: float) -> str:
 
 def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
     """One clause of what a reading shows, in `lang`."""
+    if reading["reading"] in stacks.TEXTS:
+        return stacks.describe_reading(reading, lang)
     facts = dict(reading["facts"])
     if "metric" in facts:
         facts["metric"] = METRIC_NAMES[facts["metric"]][lang]

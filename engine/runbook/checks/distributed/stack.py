@@ -26,6 +26,7 @@ from typing import Any
 
 from runbook.checks import _procfs
 from runbook.checks.base import CheckContext
+from runbook.checks.facts import stackframes
 from runbook.checks.host import process
 
 NAME = "stack"
@@ -55,7 +56,7 @@ PARAMS: dict[str, Any] = {
 _THREAD_FIELDS = "thread_id, name, idle, waits, op, innermost, user_frame, frames, wchan"
 _PROC_FIELDS = (f"pid, ppid, rank, role, cmdline, error, threads: [{{{_THREAD_FIELDS}}}], main_wait, "
                 "main_op, main_user_frame, main_frame, main_wchan, world_size, master, extensions_dir")
-_WAITS = "collective, dataloader, ray, cuda-sync, extension-lock, lock, io, running, idle"
+_WAITS = ", ".join(stackframes.WAITS)
 RESULT_FIELDS = {
     "available": {"type": "boolean",
                   "en": "py-spy ran and could dump at least one selected process (true when none "
@@ -120,32 +121,7 @@ RESULT_FIELDS = {
 }
 DEFAULT_TIMEOUT = 20.0
 
-COLLECTIVE_OPS = frozenset({
-    "all_reduce", "barrier", "broadcast", "all_gather", "reduce_scatter", "reduce", "gather",
-    "scatter", "all_to_all", "send", "recv", "wait", "all_gather_into_tensor", "reduce_scatter_tensor",
-    "all_to_all_single", "monitored_barrier", "all_gather_object", "gather_object",
-    "broadcast_object_list", "scatter_object_list", "all_reduce_coalesced", "all_gather_coalesced",
-})
-_DATALOADER_FUNCS = frozenset({"_next_data", "_get_data", "_try_get_data", "_shutdown_workers", "join"})
-_RAY_FUNCS = frozenset({"get", "wait", "get_objects", "wait_objects"})
-# Python frames that take a lock (innermost): (file suffix, functions). threading.Lock.acquire is
-# C and has no frame of its own; those are found by the kernel's futex wait instead (_futex_lock).
-_LOCK_FRAMES = (
-    ("logging/__init__.py", frozenset({"acquire", "_acquireLock"})),
-    ("multiprocessing/synchronize.py", frozenset({"acquire", "__enter__"})),
-    ("threading.py", frozenset({"acquire", "_acquire_restore"})),
-    ("filelock/_api.py", frozenset({"acquire", "__enter__"})),
-)
-_IO_FILES = frozenset({"socket.py", "ssl.py", "selectors.py", "io.py", "_pyio.py"})
-_IO_FUNCS = frozenset({
-    "read", "readinto", "readline", "readlines", "recv", "recv_into", "recvfrom", "recvfrom_into",
-    "recvmsg", "write", "writelines", "send", "sendall", "sendto", "sendmsg", "sendfile", "accept",
-    "connect", "create_connection", "open", "select", "poll", "do_handshake", "_recv", "_recv_bytes",
-    "recv_bytes", "_poll", "wait",
-})
-_CUDA_SYNC_NATIVE = re.compile(
-    r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize|cudaMemcpy|"
-    r"cuStreamSynchronize|cuCtxSynchronize|cuEventSynchronize)\b")
+COLLECTIVE_OPS = frozenset(stackframes.COLLECTIVE_OPS)
 _STDLIB = re.compile(r"[/\\]lib[/\\]python\d+(\.\d+)?t?[/\\]")
 _DENIED = re.compile(r"permission denied|operation not permitted|os error (1|13)\)", re.I)
 _FRAMES_SHOWN = 8
@@ -381,61 +357,9 @@ def describe_thread(raw: dict[str, Any], kernel_wait: str | None = None) -> dict
     }
 
 
-def classify(frames: list[dict[str, Any]]) -> tuple[str, str | None]:
-    """(class, op) of a stack, innermost frame first. I/O counts only when nothing more specific
-    is on the stack (a DataLoader waits on its queue through selectors.select)."""
-    for rule in (_specific, _native_specific):
-        for frame in frames:
-            found = rule(frame)
-            if found is not None:
-                return found
-    for frame in frames:
-        path, func = _path_func(frame)
-        if os.path.basename(path) in _IO_FILES and func in _IO_FUNCS:
-            return "io", func
-        if path.endswith("multiprocessing/connection.py") and func in _IO_FUNCS:
-            return "io", func
-    return "running", None
-
-
-def _specific(frame: dict[str, Any]) -> tuple[str, str] | None:
-    path, func = _path_func(frame)
-    if path.endswith("torch/distributed/distributed_c10d.py") and func in COLLECTIVE_OPS:
-        return "collective", func
-    if "torch/utils/data/" in path and func in _DATALOADER_FUNCS:
-        return "dataloader", func
-    if path.endswith("ray/_private/worker.py") and func in _RAY_FUNCS:
-        return "ray", "ray.wait" if func.startswith("wait") else "ray.get"
-    if "torch/cuda/" in path and func == "synchronize":
-        return "cuda-sync", func
-    if path.endswith("torch/utils/file_baton.py") and func == "wait":
-        return "extension-lock", "FileBaton.wait"  # the JIT build's lock in the extensions dir
-    for suffix, funcs in _LOCK_FRAMES:
-        if path.endswith(suffix) and func in funcs:
-            return "lock", func
-    return None
-
-
-def _native_specific(frame: dict[str, Any]) -> tuple[str, str] | None:
-    """With --native: a CUDA synchronize, or c10d waiting on a collective's Work (e.g. in DDP's
-    C++ reducer, where no Python frame names the collective). Python frames take precedence."""
-    if not _is_native(frame):
-        return None
-    name = str(frame.get("name") or "")
-    if _CUDA_SYNC_NATIVE.match(name):
-        return "cuda-sync", name.split("(")[0]
-    if name.startswith("c10d::") and name.split("(")[0].endswith("::wait"):
-        return "collective", "wait"
-    return None
-
-
-def _path_func(frame: dict[str, Any]) -> tuple[str, str]:
-    path = str(frame.get("filename") or "").replace("\\", "/")
-    return path, str(frame.get("name") or "").rsplit(".", 1)[-1]
-
-
-def _is_native(frame: dict[str, Any]) -> bool:
-    return bool(frame.get("module")) or bool(re.search(r"\.so(\.[\d.]+)?$", str(frame.get("filename"))))
+classify = stackframes.classify  # the rules are shared with triage (checks/facts/stackframes.py)
+_path_func = stackframes.path_func
+_is_native = stackframes.is_native
 
 
 def is_user_frame(frame: dict[str, Any]) -> bool:

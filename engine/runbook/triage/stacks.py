@@ -1,0 +1,261 @@
+"""Stack dumps as evidence: a pasted py-spy, faulthandler or gdb dump, classified like the check.
+
+A dump of a hung job has no error line, yet it says where each process waits. Its threads are
+rebuilt from the text (py-spy's `Thread N (idle): "MainThread"` and `func (file.py:12)`,
+faulthandler's `Thread 0x... (most recent call first):` and `File "f.py", line 12 in func`,
+gdb's `Thread 1 (Thread 0x... (LWP n))` and `#3 0x... in func () from lib.so`) and each
+process's main thread is classified by checks/facts/stackframes.py, the rules the `stack` check
+applies on a live node. The processes are then compared as the stack-groups analysis does: main
+threads in different collectives took different code paths.
+
+Each reading names its conclusion (WAIT_CONCLUSIONS) and carries the frames it rests on. The
+rules are data; the site's triage page applies the same ones (site/triage_export.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from runbook.checks.facts import stackframes
+from runbook.triage.sources import Source, line_rank
+
+# A thread's header, by dump format. py-spy: `Thread 4085279 (idle): "MainThread"`;
+# faulthandler: `Current thread 0x00007f... (most recent call first):`; gdb: `Thread 1 (Thread
+# 0x7f... (LWP 1234)):`. A process's header (py-spy): `Process 4085279: VLLM::EngineCore`.
+PATTERNS = {
+    "process": r"^\s*Process (\d+): (.*)$",
+    "pyspy_thread": r"^\s*Thread (0x[0-9A-Fa-f]+|\d+) \((active|idle)(?:\+gil)?\)(?:: \"([^\"]*)\")?",
+    "fault_thread": r"^\s*(Current thread|Thread) (0x[0-9A-Fa-f]+) \(most recent call first\):",
+    "gdb_thread": r"^\s*Thread (\d+) \(Thread 0x[0-9A-Fa-f]+ \(LWP (\d+)\)\)",
+    # frames: py-spy `func (path.py:12)` or native `func (libfoo.so)`; faulthandler; gdb
+    "pyspy_frame": r"^\s*(\S.*?) \(([^()\s]+?)(?::(\d+))?\)\s*$",
+    "fault_frame": r"^\s*File \"([^\"]+)\", line (\d+) in (\S+)\s*$",
+    "gdb_frame": r"^\s*#\d+\s+(?:0x[0-9A-Fa-f]+ in )?(.+?)(?: \(\))?(?: (?:from|at) (\S+))?\s*$",
+}
+NEEDLES = ("thread ", "process ")  # lowercase: every header holds one; a block without them starts no dump
+WAIT_CONCLUSIONS = {
+    "collective": "training-hang:collective-wait",
+    "cuda-sync": "training-hang:collective-wait",  # a rank in torch.cuda.synchronize waits on NCCL's kernel
+    "rendezvous": "training-hang:waiting-in-rendezvous",
+    "dataloader": "training-hang:dataloader-worker-stuck",
+    "ray": "ray-hang:collect-never-returns",
+    "extension-lock": "extension-errors:stale-extension-lock",
+    "lock-in-worker": "training-hang:dataloader-fork-deadlock",  # a DataLoader worker on a lock
+}
+MISMATCH = "training-hang:collective-mismatch"
+# a DataLoader worker's own loop: a lock here is the lock inherited at fork
+WORKER_FRAME = ("torch/utils/data/_utils/worker.py", "_worker_loop")
+TEXTS: dict[str, dict[str, str]] = {
+    "stack-mismatch": {
+        "en": "the dumped processes wait in different collectives: {groups}",
+        "zh": "导出的各进程等在不同的集合通信中：{groups}"},
+    "stack-wait": {
+        "en": "{count} of {total} dumped processes ({who}): {waits}{op} at {frame}",
+        "zh": "导出的 {total} 个进程中有 {count} 个（{who}）：{waits}{op}，位置 {frame}"},
+}
+MAX_THREADS = 512  # per log: a dump of every thread of 64 ranks fits
+MAX_FRAMES = 64  # per thread, innermost first
+COMPILED = {name: re.compile(pattern) for name, pattern in PATTERNS.items()}
+
+
+@dataclass
+class _Thread:
+    name: str
+    ident: str
+    main_hint: bool  # py-spy's MainThread or thread id == pid; faulthandler's current thread; gdb's 1
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    where: str = ""
+
+
+@dataclass
+class _Process:
+    who: str
+    pid: str | None = None  # py-spy's `Process N:` header
+    threads: list[_Thread] = field(default_factory=list)
+    last_is_main: bool = False  # faulthandler lists the main thread last
+
+
+@dataclass
+class Stacks:
+    """The processes and threads of every dump in the logs, fed block by block."""
+
+    processes: dict[str, _Process] = field(default_factory=dict)
+    threads: int = 0
+    _thread: _Thread | None = None
+    _process: _Process | None = None
+    _format: str = ""
+
+    def start(self, source: Source) -> None:
+        self._thread = self._process = None
+
+    def block(self, numbers: list[int], raws: list[str], lines: list[str], lowered: str,
+              source: Source) -> None:
+        if self._thread is None and not any(needle in lowered for needle in NEEDLES):
+            return
+        for number, raw, line in zip(numbers, raws, lines, strict=True):
+            self.see(raw, line, source, number)
+
+    def see(self, raw: str, text: str, source: Source, line_no: int) -> None:
+        if self._header(raw, text, source, line_no) or self._thread is None:
+            return
+        frame = self._frame(text)
+        if frame is None:
+            if text.strip():
+                self._thread = None  # the dump ended
+            return
+        if len(self._thread.frames) < MAX_FRAMES:
+            self._thread.frames.append(frame)
+
+    def _header(self, raw: str, text: str, source: Source, line_no: int) -> bool:
+        if "hread " not in text and "Process " not in text:
+            return False
+        found = COMPILED["process"].match(text)
+        if found:
+            self._thread = None
+            self._process = self._process_for(source, raw, f"pid {found.group(1)}")
+            self._process.pid = found.group(1)
+            self._format = ""  # its threads follow
+            return True
+        for fmt in ("pyspy_thread", "fault_thread", "gdb_thread"):
+            found = COMPILED[fmt].match(text)
+            if found:
+                break
+        else:
+            return False
+        if self.threads >= MAX_THREADS:
+            self._thread = None
+            return True
+        self.threads += 1
+        if fmt == "pyspy_thread":
+            pid = self._process.pid if self._process else None
+            name = found.group(3) or ""
+            hint = name == "MainThread" or (pid is not None and found.group(1) == pid)
+            ident = found.group(1)
+        elif fmt == "fault_thread":
+            name, ident, hint = found.group(1), found.group(2), found.group(1) == "Current thread"
+        else:
+            name, ident, hint = f"Thread {found.group(1)}", found.group(2), found.group(1) == "1"
+        if (self._process is None or self._format not in ("", fmt)
+                or (fmt != "pyspy_thread" and self._repeats(ident))):
+            self._process = self._process_for(source, raw, "")
+        self._format = fmt
+        self._process.last_is_main = fmt == "fault_thread"
+        self._thread = _Thread(name, ident, hint, where=f"{source.path}:{line_no}")
+        self._process.threads.append(self._thread)
+        return True
+
+    def _repeats(self, ident: str) -> bool:
+        """A thread id seen again in the same process starts another process's dump."""
+        return self._process is not None and any(t.ident == ident for t in self._process.threads)
+
+    def _process_for(self, source: Source, raw: str, pid_label: str) -> _Process:
+        rank = line_rank(raw)
+        rank = rank if rank is not None else source.rank
+        who = f"rank {rank}" if rank is not None else (pid_label or f"process {len(self.processes) + 1}")
+        if who in self.processes and self.processes[who].threads:
+            who = f"{who} ({source.path}:{len(self.processes) + 1})"
+        self.processes[who] = _Process(who)
+        return self.processes[who]
+
+    @staticmethod
+    def _frame(text: str) -> dict[str, Any] | None:
+        found = COMPILED["fault_frame"].match(text)
+        if found:
+            return {"filename": found.group(1), "line": int(found.group(2)), "name": found.group(3)}
+        found = COMPILED["pyspy_frame"].match(text)
+        if found:
+            path = found.group(2)
+            frame: dict[str, Any] = {"filename": path, "name": found.group(1)}
+            if found.group(3):
+                frame["line"] = int(found.group(3))
+            elif not path.endswith(".py"):
+                frame["module"] = path
+            return frame
+        found = COMPILED["gdb_frame"].match(text) if text.lstrip().startswith("#") else None
+        if found:
+            return {"filename": found.group(2) or "", "name": found.group(1), "module": found.group(2) or "?"}
+        return None
+
+    def readings(self) -> list[dict[str, Any]]:
+        """What the dumps say: the processes' main threads compared, most telling first."""
+        mains = {who: main for who, p in self.processes.items() if (main := _main(p)) is not None}
+        if not mains:
+            return []
+        waits = {who: _classify(thread) for who, thread in mains.items()}
+        total = len(waits)
+        out: list[dict[str, Any]] = []
+        ops = sorted({op or "" for w, op in waits.values() if w == "collective"})
+        if len(ops) > 1:
+            groups = "; ".join(f"{op} on {_shown(w for w, k in waits.items() if k == ('collective', op))}"
+                               for op in ops)
+            first = min((mains[w].where for w, k in waits.items() if k[0] == "collective"), key=_place)
+            out.append({"reading": "stack-mismatch", "conclusion": MISMATCH, "first": first,
+                        "facts": {"groups": groups}})
+        by_wait: dict[tuple[str, str | None], list[str]] = {}
+        for who, key in waits.items():
+            by_wait.setdefault(key, []).append(who)
+        for (wait, op), whos in sorted(by_wait.items(), key=lambda kv: (-len(kv[1]), kv[0][0])):
+            thread = mains[whos[0]]
+            kind = "lock-in-worker" if wait == "lock" and _in_worker(thread) else wait
+            out.append({"reading": "stack-wait", "conclusion": WAIT_CONCLUSIONS.get(kind),
+                        "first": thread.where,
+                        "facts": {"waits": wait, "op": op or "", "count": len(whos), "total": total,
+                                  "who": _shown(whos), "frame": _frame_text(thread)}})
+        named = [r for r in out if r["conclusion"]]
+        return named + [r for r in out if not r["conclusion"]]
+
+
+def _main(process: _Process) -> _Thread | None:
+    """The process's main thread: py-spy names it; otherwise the thread that `threading` did not
+    start (faulthandler's current thread is the one that dumped, often a watchdog's)."""
+    threads = [t for t in process.threads if t.frames]
+    if not threads:
+        return None
+    named = next((t for t in threads if t.main_hint and t.name == "MainThread"), None)
+    if named is not None:
+        return named
+    not_started = [t for t in threads if not _started_by_threading(t)] or threads
+    hinted = next((t for t in not_started if t.main_hint), None)
+    if hinted is not None:
+        return hinted
+    return not_started[-1] if process.last_is_main else not_started[0]
+
+
+def _started_by_threading(thread: _Thread) -> bool:
+    path, func = stackframes.path_func(thread.frames[-1])
+    return path.endswith("threading.py") and func.startswith("_bootstrap")
+
+
+def _classify(thread: _Thread) -> tuple[str, str | None]:
+    return stackframes.classify(thread.frames)
+
+
+def _in_worker(thread: _Thread) -> bool:
+    return any(path.endswith(WORKER_FRAME[0]) and func == WORKER_FRAME[1]
+               for path, func in map(stackframes.path_func, thread.frames))
+
+
+def _frame_text(thread: _Thread) -> str:
+    frame = thread.frames[0]
+    line = f":{frame['line']}" if frame.get("line") else ""
+    return f"{frame.get('name')} ({frame.get('filename')}{line})"
+
+
+def _shown(whos: Any, limit: int = 6) -> str:
+    names = list(whos)
+    text = ", ".join(names[:limit])
+    return text + (f" (+{len(names) - limit})" if len(names) > limit else "")
+
+
+def _place(where: str) -> tuple[str, int]:
+    path, _, line = where.rpartition(":")
+    return path, int(line) if line.isdigit() else 0
+
+
+def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
+    facts = dict(reading["facts"])
+    if "op" in facts:  # "collective all_reduce", "running"
+        facts["op"] = f" {facts['op']}" if facts["op"] else ""
+    return TEXTS[reading["reading"]][lang].format(**facts)

@@ -1,0 +1,85 @@
+"""Pasted stack dumps read as evidence (triage/stacks.py): threads rebuilt from py-spy,
+faulthandler and gdb text, each process's main thread classified by the stack check's own rules
+(checks/facts/stackframes.py), and the processes compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runbook.checks.distributed import stack
+from runbook.checks.facts import stackframes
+from runbook.library.runbooks import load_library
+from runbook.triage.result import triage_sources, triage_text
+from runbook.triage.sources import Source
+from runbook.triage.stacks import describe_reading
+from tests.triage.stack_examples import EXAMPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "data" / "triage-corpus"
+LIBRARY = load_library()
+
+
+def readings(name: str) -> list[dict]:
+    return [r for r in triage_text(LIBRARY, None, EXAMPLES[name], name).readings
+            if r["reading"].startswith("stack-")]
+
+
+def corpus(name: str):
+    return triage_sources(LIBRARY, None, [Source(str(CORPUS / name))])
+
+
+def test_ranks_in_different_collectives_took_different_code_paths() -> None:
+    found = readings("pyspy_two_ranks_mismatch")
+    assert found[0]["reading"] == "stack-mismatch"
+    assert found[0]["conclusion"] == "training-hang:collective-mismatch"
+    assert found[0]["facts"]["groups"] == "all_reduce on pid 1201; broadcast on pid 1202"
+    # the pin-memory thread of rank 0 is not its main thread
+    ops = sorted(r["facts"]["op"] for r in found[1:])
+    assert ops == ["all_reduce", "broadcast"]
+
+
+def test_faulthandler_main_thread_is_the_one_threading_did_not_start() -> None:
+    [reading] = readings("faulthandler_barrier")
+    assert reading["conclusion"] == "training-hang:collective-wait"
+    assert (reading["facts"]["waits"], reading["facts"]["op"]) == ("collective", "barrier")
+
+
+@pytest.mark.parametrize(("name", "waits", "conclusion"), [
+    ("pyspy_rendezvous", "rendezvous", "training-hang:waiting-in-rendezvous"),
+    ("pyspy_worker_lock", "lock", "training-hang:dataloader-fork-deadlock"),
+    ("gdb_c10d_wait", "collective", "training-hang:collective-wait"),
+    ("pyspy_running", "running", None),
+])
+def test_each_wait_names_its_conclusion(name: str, waits: str, conclusion: str | None) -> None:
+    [reading] = readings(name)
+    assert reading["facts"]["waits"] == waits
+    assert reading["conclusion"] == conclusion
+    assert describe_reading(reading, "en") and describe_reading(reading, "zh")
+
+
+def test_a_dump_is_classified_like_the_stack_check() -> None:
+    """The same frames give the same (waits, op) through the check and through triage."""
+    frames = [{"filename": "torch/distributed/distributed_c10d.py", "name": "broadcast", "line": 1},
+              {"filename": "train.py", "name": "main", "line": 2}]
+    assert stack.classify(frames) == stackframes.classify(frames) == ("collective", "broadcast")
+    deepspeed = [{"filename": "deepspeed/comm/comm.py", "name": "all_reduce", "line": 1}]
+    assert stackframes.classify(deepspeed) == ("collective", "all_reduce")
+
+
+def test_real_dumps_from_public_threads() -> None:
+    """pytorch#54818 (faulthandler: the main thread in barrier, the current thread a listener);
+    vllm#50835 (py-spy of vLLM's engine core polling its workers' queue: no collective)."""
+    barrier = corpus("pytorch/54818-faulthandler-timed-out-barrier.log")
+    first = next(r for r in barrier.readings if r["reading"] == "stack-wait")
+    assert (first["facts"]["op"], first["conclusion"]) == ("barrier", "training-hang:collective-wait")
+    engine = corpus("vllm/50835-rayexecutor-engine-core-pyspy.log")
+    first = next(r for r in engine.readings if r["reading"] == "stack-wait")
+    assert first["facts"]["who"] == "pid 4085279" and first["facts"]["waits"] == "io"
+    assert first["conclusion"] is None
+
+
+def test_a_log_without_dumps_has_no_stack_reading() -> None:
+    text = "Thread pool started with 8 workers\nstep 1 loss 2.0\nProcess group initialised\n"
+    assert not [r for r in triage_text(LIBRARY, None, text).readings if r["reading"].startswith("stack-")]
