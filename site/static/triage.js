@@ -61,7 +61,7 @@
     "role": function (m, ranking) { return ranking.roleRank(m.role); },
     "generic": function (m) { return m.generic; },
     "catch_all": function (m) { return !!(m.info && m.info.catch_all); },
-    "position": function (m) { return m.first.no; },
+    "position": function (m) { return m.first ? m.first.no : Infinity; }, // a reading has no line: last
     "score": function (m) { return m.score; }
   };
 
@@ -282,13 +282,19 @@
     }, this);
     var hits = this.scan(lines);
     var matches = this.rank(hits);
+    var readings = this.stackReadings(lines).concat(this.readings(lines));
+    if (!matches.some(function (m) { return !m.generic; })) { // result.rank_all
+      var read = this.fromReadings(readings), named = {};
+      read.forEach(function (m) { named[m.key] = true; });
+      matches = this.ranking.order(read.concat(matches.filter(function (m) { return !named[m.key]; })));
+    }
     var errorLine = this.errorLine(lines);
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
              differences: this.differences(lines),
-             readings: this.stackReadings(lines).concat(this.readings(lines)) };
+             readings: readings };
   };
 
   // spread.Spread: who writes a line (NCCL's host prefix, else the rank a launcher's prefix names)
@@ -435,7 +441,7 @@
   // stacks.Stacks.see for every line: the processes and their threads
   Engine.prototype.stackProcesses = function (lines) {
     var st = this.data.stacks, re = this.stackRe, processes = [], byWho = {}, total = 0;
-    var thread = null, proc = null, format = "", self = this;
+    var thread = null, proc = null, format = "", loose = [], self = this;
     function processFor(raw, pidLabel) {
       var rank = self.lineRank.exec(raw.slice(0, 200)), who = null;
       if (rank) for (var g = 1; g < rank.length; g++) if (rank[g] !== undefined) { who = "rank " + parseInt(rank[g], 10); break; }
@@ -445,6 +451,10 @@
       if (!byWho[who]) processes.push(p); else processes[processes.indexOf(byWho[who])] = p;
       byWho[who] = p;
       return p;
+    }
+    function mayBeFrame(text) { // stacks._may_be_frame
+      if (text.indexOf("(") >= 0 && (text.indexOf(".py") >= 0 || text.indexOf(".so") >= 0)) return true;
+      return text.indexOf("line ") >= 0 || /^\s*#/.test(text);
     }
     function frameOf(text) {
       var m = re.fault_frame.exec(text);
@@ -480,53 +490,83 @@
       if (!fmt) return false;
       if (total >= st.max_threads) { thread = null; return true; }
       total += 1;
-      var name, ident, hint;
+      var name, ident, hint, idle = null;
       if (fmt === "pyspy_thread") {
         name = m[3] || ""; ident = m[1];
         hint = name === "MainThread" || (proc !== null && proc.pid !== null && m[1] === proc.pid);
+        idle = m[2] === "idle";
       } else if (fmt === "fault_thread") {
         name = m[1]; ident = m[2]; hint = m[1] === "Current thread";
       } else {
         name = "Thread " + m[1]; ident = m[2]; hint = m[1] === "1";
       }
       var repeats = proc !== null && proc.threads.some(function (t) { return t.ident === ident; });
-      if (proc === null || (format !== "" && format !== fmt) || (fmt !== "pyspy_thread" && repeats)) {
+      if (proc === null || (format !== "" && format !== fmt) || format === "headless" ||
+          (fmt !== "pyspy_thread" && repeats)) {
         proc = processFor(line.raw, "");
       }
       format = fmt;
       proc.lastIsMain = fmt === "fault_thread";
-      thread = { name: name, ident: ident, hint: hint, frames: [], where: "line " + line.no };
+      thread = { name: name, ident: ident, hint: hint, frames: [], where: "line " + line.no, idle: idle };
       proc.threads.push(thread);
       return true;
     }
+    function headless(frame, line) { // stacks.Stacks._headless
+      if (frame === null) { if (line.text.trim()) loose = []; return; }
+      loose.push({ frame: frame, line: line });
+      if (loose.length < st.headless_run || total >= st.max_threads) return;
+      total += 1;
+      proc = processFor(loose[0].line.raw, "");
+      format = "headless";
+      thread = { name: "", ident: "", hint: true, where: "line " + loose[0].line.no, idle: null,
+                 frames: loose.map(function (l) { return l.frame; }) };
+      proc.threads.push(thread);
+      loose = [];
+    }
     lines.forEach(function (line) {
-      if (header(line) || thread === null) return;
-      var frame = frameOf(line.text);
+      if (header(line)) { loose = []; return; }
+      var frame = mayBeFrame(line.text) ? frameOf(line.text) : null;
+      if (thread === null) { headless(frame, line); return; }
       if (frame === null) { if (line.text.trim()) thread = null; return; }
       if (thread.frames.length < st.max_frames) thread.frames.push(frame);
     });
     return processes;
   };
 
-  // stacks.Stacks.readings: the processes' main threads compared, most telling first
+  function stackPathFunc(f) { // stackframes.path_func
+    var path = String(f.filename || "").replace(/\\/g, "/"), name = String(f.name || "");
+    return [path, name.slice(name.lastIndexOf(".") + 1)];
+  }
+
+  // stacks._main: the process's main thread (py-spy names it; else the thread threading did not start)
+  function stackMain(p) {
+    var threads = p.threads.filter(function (t) { return t.frames.length; });
+    if (!threads.length) return null;
+    var named = threads.filter(function (t) { return t.hint && t.name === "MainThread"; })[0];
+    if (named) return named;
+    var notStarted = threads.filter(function (t) {
+      var pf = stackPathFunc(t.frames[t.frames.length - 1]);
+      return !(pf[0].slice(-"threading.py".length) === "threading.py" && pf[1].indexOf("_bootstrap") === 0);
+    });
+    if (!notStarted.length && p.threads.length > 1) return null;
+    if (!notStarted.length) notStarted = threads;
+    return notStarted.filter(function (t) { return t.hint; })[0] ||
+      (p.lastIsMain ? notStarted[notStarted.length - 1] : notStarted[0]);
+  }
+
+  // stacks.Stacks.readings: the processes' telling threads compared, most telling first
   Engine.prototype.stackReadings = function (lines) {
     var st = this.data.stacks, self = this, mains = [];
-    function startedByThreading(t) {
-      var f = t.frames[t.frames.length - 1], path = String(f.filename || "").replace(/\\/g, "/");
-      var func = String(f.name || ""); func = func.slice(func.lastIndexOf(".") + 1);
-      return path.slice(-"threading.py".length) === "threading.py" && func.indexOf("_bootstrap") === 0;
+    function namesAWait(t) { // stacks._names_a_wait
+      var wait = self.classifyFrames(t.frames)[0];
+      return st.wait_conclusions[wait] !== undefined && !(st.idle_only.indexOf(wait) >= 0 && t.idle === false);
     }
     this.stackProcesses(lines).forEach(function (p) {
-      var threads = p.threads.filter(function (t) { return t.frames.length; });
-      if (!threads.length) return;
-      var main = threads.filter(function (t) { return t.hint && t.name === "MainThread"; })[0];
-      if (!main) {
-        var notStarted = threads.filter(function (t) { return !startedByThreading(t); });
-        if (!notStarted.length) notStarted = threads;
-        main = notStarted.filter(function (t) { return t.hint; })[0] ||
-          (p.lastIsMain ? notStarted[notStarted.length - 1] : notStarted[0]);
+      var main = stackMain(p), telling = main;
+      if (!(main !== null && namesAWait(main))) {
+        telling = p.threads.filter(function (t) { return t.frames.length && t !== main && namesAWait(t); })[0] || main;
       }
-      mains.push({ who: p.who, thread: main, wait: self.classifyFrames(main.frames) });
+      if (telling) mains.push({ who: p.who, thread: telling, wait: self.classifyFrames(telling.frames) });
     });
     if (!mains.length) return [];
     function shown(whos) {
@@ -559,15 +599,15 @@
     keys.forEach(function (key) {
       var group = byKey[key], thread = group[0].thread, wait = group[0].wait[0];
       var inWorker = thread.frames.some(function (f) {
-        var path = String(f.filename || "").replace(/\\/g, "/"), func = String(f.name || "");
-        func = func.slice(func.lastIndexOf(".") + 1);
-        return path.slice(-st.worker_frame[0].length) === st.worker_frame[0] && func === st.worker_frame[1];
+        var pf = stackPathFunc(f);
+        return pf[0].slice(-st.worker_frame[0].length) === st.worker_frame[0] && pf[1] === st.worker_frame[1];
       });
       var kind = wait === "lock" && inWorker ? "lock-in-worker" : wait;
+      if (st.idle_only.indexOf(kind) >= 0 && thread.idle === false) kind = "running";
       var top = thread.frames[0];
       out.push({ reading: "stack-wait", conclusion: st.wait_conclusions[kind] || null, first: thread.where,
                  facts: { waits: wait, op: group[0].wait[1] || "", count: group.length, total: mains.length,
-                          who: shown(group.map(function (m) { return m.who; })),
+                          thread: thread.name, who: shown(group.map(function (m) { return m.who; })),
                           frame: top.name + " (" + top.filename + (top.line ? ":" + top.line : "") + ")" } });
     });
     return out.filter(function (r) { return r.conclusion; }).concat(out.filter(function (r) { return !r.conclusion; }));
@@ -741,6 +781,22 @@
       else if (kind === "error") error = lines[i];
     }
     return exception || error;
+  };
+
+  // verdict.from_readings: a match per conclusion the readings name (a healthy reading makes none)
+  Engine.prototype.fromReadings = function (readings) {
+    var rules = this.data.ranking.evidence.reading, healthy = this.data.series.healthy, out = [], seen = {};
+    readings.forEach(function (reading) {
+      var key = reading.conclusion;
+      if (!key || seen[key] || healthy.indexOf(reading.reading) >= 0 || !this.data.conclusions[key]) return;
+      seen[key] = true;
+      var role = rules.knock_on.indexOf(key) >= 0 ? "knock-on" : "cause";
+      var parts = key.split(":");
+      out.push({ key: key, runbook: parts[0], conclusion: parts[1], info: this.data.conclusions[key], role: role,
+                 generic: false, score: 0, first: null, hits: [], time: null, lines: [], reading: reading,
+                 confidence: this.ranking.confidence("reading", {}, role) });
+    }, this);
+    return out;
   };
 
   // verdict.rank: one match per (runbook, conclusion), in the ranking's order
@@ -924,7 +980,8 @@
     meta.appendChild(element("span", "match-confidence",
                              ui.triage_confidence + " " + match.confidence.toFixed(2)));
     item.appendChild(meta);
-    item.appendChild(this.lineList(match.lines));
+    if (match.reading) item.appendChild(element("p", "match-reading", this.engine.describeReading(match.reading, this.lang)));
+    else item.appendChild(this.lineList(match.lines));
     var open = element("a", "match-open", ui.triage_open_runbook + " →");
     open.href = this.root + info.url[this.lang];
     item.appendChild(element("p")).appendChild(open);

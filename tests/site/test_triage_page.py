@@ -410,6 +410,9 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
         links = [a.get_attribute("href") for a in box.find_elements(By.TAG_NAME, "a")]
         assert not runbooks or any(rb in href for href in links for rb in runbooks), links
         assert shown["verdict"] == PAGE_VERDICT[result.verdict]
+        # what the readings name ranks as the CLI ranks it (result.rank_all, verdict.from_readings)
+        verdict, expected_matches = python_answer(result)
+        assert (shown["verdict"], shown["matches"]) == (verdict, expected_matches), path.name
     assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
                      "lr-constant", "lr-zero", "slow-rank", "loss-steady", "stack-mismatch", "stack-wait"}
 

@@ -83,3 +83,48 @@ def test_real_dumps_from_public_threads() -> None:
 def test_a_log_without_dumps_has_no_stack_reading() -> None:
     text = "Thread pool started with 8 workers\nstep 1 loss 2.0\nProcess group initialised\n"
     assert not [r for r in triage_text(LIBRARY, None, text).readings if r["reading"].startswith("stack-")]
+
+
+def test_a_thread_that_waits_speaks_when_the_main_thread_idles_in_an_event_loop() -> None:
+    """ray#52641: Ray Train runs the training function in a thread; the worker's main thread idles
+    in Ray's loop while the training thread waits for a DataLoader batch."""
+    result = corpus("ray/52641-train-benchmark-dataloader-fork-pyspy.log")
+    first = result.readings[0]
+    assert first["facts"]["thread"] == "TrainingThread(train_fn_per_worker)"
+    assert first["conclusion"] == "training-hang:dataloader-worker-stuck"
+    assert result.matches[0].conclusion == "dataloader-worker-stuck"
+
+
+def test_frames_pasted_without_their_header_are_read_as_one_thread() -> None:
+    """lightning#18857: a py-spy excerpt that starts at its innermost frame, torch.cuda.synchronize."""
+    result = corpus("lightning/18857-nemo-hang-cuda-synchronize-pyspy.log")
+    first = result.readings[0]
+    assert (first["facts"]["waits"], first["conclusion"]) == ("cuda-sync", "training-hang:collective-wait")
+
+
+def test_idle_in_autograd_backward_waits_on_its_hooks_collectives() -> None:
+    """accelerate#3104: ZeRO-3's main thread idle in backward (its all-gathers run in hooks)."""
+    idle = corpus("accelerate/3104-zero3-allgather-pyspy.log").readings[0]
+    assert (idle["facts"]["waits"], idle["conclusion"]) == ("backward", "training-hang:collective-wait")
+    busy = EXAMPLES["pyspy_running"].replace("forward (model.py:210)",
+                                             "backward (torch/autograd/__init__.py:266)")
+    [reading] = [r for r in triage_text(LIBRARY, None, busy).readings if r["reading"] == "stack-wait"]
+    assert reading["facts"]["waits"] == "backward" and reading["conclusion"] is None  # active: computing
+
+
+def test_a_dump_with_only_threading_threads_names_no_main_thread() -> None:
+    """torchtitan#810: the excerpt holds tqdm's monitor thread and a cut main thread: no guess."""
+    result = corpus("torchtitan/810-b200-hang-faulthandler.log")
+    assert not [r for r in result.readings if r["reading"].startswith("stack-")]
+
+
+def test_what_a_dump_names_is_the_answer_when_no_signature_matched() -> None:
+    result = triage_text(LIBRARY, None, EXAMPLES["pyspy_two_ranks_mismatch"])
+    assert [(m.conclusion, m.role) for m in result.matches] == [
+        ("collective-mismatch", "cause"), ("collective-wait", "knock-on")]
+    assert result.verdict == "cause" and "all_reduce on pid 1201" in result.summary()
+    data = result.to_json()
+    assert data["matches"][0]["reading"]["reading"] == "stack-mismatch"
+    assert data["matches"][0]["lines"] == []
+    running = triage_text(LIBRARY, None, EXAMPLES["pyspy_running"])
+    assert running.verdict == "no-error" and running.readings  # says where, names nothing

@@ -77,6 +77,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                    "needles": list(stacks.NEEDLES), "wait_conclusions": stacks.WAIT_CONCLUSIONS,
                    "mismatch": stacks.MISMATCH, "worker_frame": list(stacks.WORKER_FRAME),
                    "texts": stacks.TEXTS, "max_threads": stacks.MAX_THREADS, "max_frames": stacks.MAX_FRAMES,
+                   "headless_run": stacks.HEADLESS_RUN, "idle_only": list(stacks.IDLE_ONLY),
                    "frames": {"rules": stackframes.RULES, "native": stackframes.NATIVE,
                               "io_files": stackframes.IO_FILES, "io_suffixes": stackframes.IO_SUFFIXES,
                               "io_funcs": stackframes.IO_FUNCS, "so_file": stackframes.SO_FILE.pattern}},

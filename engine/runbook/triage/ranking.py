@@ -23,6 +23,9 @@ object, so a change to the ranking is made here and nowhere else. Everything her
   - `similar`: an error line no signature knows, compared with every conclusion and article by
     BM25 (fallback.py): the `top` few that score `min_score` or more, each with a `confidence`
     from its `score` and the `best` score.
+  - `reading`: what a pasted stack dump (stacks.py) or the numbers (series.py) show, as a match
+    of the conclusion it names when no specific signature matched; a cause, or a knock-on for
+    the conclusions in `knock_on` (a rank waiting on others); its `confidence` is fixed.
 - `confidence_digits`: a confidence is the evidence's times the role's share, rounded to this
   many decimals.
 - `order`: the sort keys, the first deciding: `role` (its place in `roles`), `generic` (specific
@@ -64,6 +67,13 @@ RANKING: dict[str, Any] = {
             "min_score": 2.0,  # a BM25 total below this is noise
             # 0.1 + 0.2 * score / best: 0.1..0.3, a resemblance and no more
             "confidence": ["+", 0.1, ["/", ["*", 0.2, "score"], "best"]],
+        },
+        "reading": {
+            # what a stack dump or the numbers show, with no error line to confirm it: added only
+            # when no specific signature matched (result.py); a knock-on when it waits on others
+            "confidence": 0.5,
+            "knock_on": ["training-hang:collective-wait", "training-hang:waiting-in-rendezvous",
+                         "ray-hang:collect-never-returns"],
         },
     },
     "confidence_digits": 2,

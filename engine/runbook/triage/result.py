@@ -31,9 +31,10 @@ from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
 from runbook.triage.scan import Triage
 from runbook.triage.series import describe as describe_numbers
+from runbook.triage.series import describe_reading
 from runbook.triage.sources import Source
 from runbook.triage.spread import describe
-from runbook.triage.verdict import KNOCK_ON, Match
+from runbook.triage.verdict import KNOCK_ON, Match, from_readings, order
 
 SCHEMA = "runbook-triage/v1"
 NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
@@ -128,6 +129,12 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
              notes: list[str]) -> TriageResult:
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
+    readings = scanner.stacks.readings() + scanner.series.readings()
+    if not specific:  # what a dump or the numbers name outranks a generic line of the same conclusion
+        read = from_readings(library, readings)
+        named = {(m.runbook, m.conclusion) for m in read}
+        matches = order([*read, *(m for m in matches if (m.runbook, m.conclusion) not in named)])
+        specific = read
     line = scanner.errors.query_line()
     index: SimilarityIndex | None = None
     if not specific and line is not None:
@@ -138,8 +145,7 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
     return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice,
-                        scanner.spread.differences(),
-                        scanner.stacks.readings() + scanner.series.readings())
+                        scanner.spread.differences(), readings)
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:
@@ -171,6 +177,9 @@ def _who(line: LineHit | None, lang: str) -> str:
 
 
 def _describe(match: Match, lang: str) -> str:
+    if match.reading is not None:  # no line says it: the dump or the numbers do
+        colon = "：" if lang == "zh" else ": "
+        return f"{match.title.get(lang)}{colon}{describe_reading(match.reading, lang)}"
     first = match.first
     who = _who(first, lang)
     when = f" at {first.time}" if first and first.time and lang != "zh" else (

@@ -359,10 +359,17 @@ def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
 
 
 def describe(readings: list[dict[str, Any]], lang: str = "en") -> str:
-    """One sentence: what the numbers show."""
-    sep = "；" if lang == "zh" else "; "
-    head = "从数值看：" if lang == "zh" else "the numbers: "
-    return head + sep.join(describe_reading(r, lang) for r in readings)
+    """One sentence: what the stack dumps and the numbers show."""
+    zh = lang == "zh"
+    sep = "；" if zh else "; "
+    dumps = [r for r in readings if r["reading"] in stacks.TEXTS]
+    numbers = [r for r in readings if r["reading"] not in stacks.TEXTS]
+    said = []
+    for group, head in ((dumps, "从调用栈看：" if zh else "the stacks: "),
+                        (numbers, "从数值看：" if zh else "the numbers: ")):
+        if group:
+            said.append(head + sep.join(describe_reading(r, lang) for r in group))
+    return sep.join(said)
 
 
 def _shown(value: Any) -> Any:

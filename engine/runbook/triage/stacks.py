@@ -35,10 +35,15 @@ PATTERNS = {
     "gdb_frame": r"^\s*#\d+\s+(?:0x[0-9A-Fa-f]+ in )?(.+?)(?: \(\))?(?: (?:from|at) (\S+))?\s*$",
 }
 NEEDLES = ("thread ", "process ")  # lowercase: every header holds one; a block without them starts no dump
+# ... or frames pasted without their thread's header: a run of HEADLESS_RUN frame lines makes one
+FRAME_NEEDLES = (".py", ".so", "line ", "#")  # what _may_be_frame needs, lowercase
+HEADLESS_RUN = 3
+IDLE_ONLY = ("backward",)  # waits that say "waiting" only when the thread is not running
 WAIT_CONCLUSIONS = {
     "collective": "training-hang:collective-wait",
     "cuda-sync": "training-hang:collective-wait",  # a rank in torch.cuda.synchronize waits on NCCL's kernel
     "rendezvous": "training-hang:waiting-in-rendezvous",
+    "backward": "training-hang:collective-wait",  # idle in autograd: a DDP/ZeRO collective in a hook
     "dataloader": "training-hang:dataloader-worker-stuck",
     "ray": "ray-hang:collect-never-returns",
     "extension-lock": "extension-errors:stale-extension-lock",
@@ -52,8 +57,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "en": "the dumped processes wait in different collectives: {groups}",
         "zh": "导出的各进程等在不同的集合通信中：{groups}"},
     "stack-wait": {
-        "en": "{count} of {total} dumped processes ({who}): {waits}{op} at {frame}",
-        "zh": "导出的 {total} 个进程中有 {count} 个（{who}）：{waits}{op}，位置 {frame}"},
+        "en": "{count} of {total} dumped processes ({who}), thread {thread}: {waits}{op} at {frame}",
+        "zh": "导出的 {total} 个进程中有 {count} 个（{who}），线程 {thread}：{waits}{op}，位置 {frame}"},
 }
 MAX_THREADS = 512  # per log: a dump of every thread of 64 ranks fits
 MAX_FRAMES = 64  # per thread, innermost first
@@ -67,6 +72,7 @@ class _Thread:
     main_hint: bool  # py-spy's MainThread or thread id == pid; faulthandler's current thread; gdb's 1
     frames: list[dict[str, Any]] = field(default_factory=list)
     where: str = ""
+    idle: bool | None = None  # py-spy says (idle) or (active); the other formats do not say
 
 
 @dataclass
@@ -86,27 +92,52 @@ class Stacks:
     _thread: _Thread | None = None
     _process: _Process | None = None
     _format: str = ""
+    _loose: list[tuple[dict[str, Any], str, str]] = field(default_factory=list)  # frames with no header
 
     def start(self, source: Source) -> None:
         self._thread = self._process = None
+        self._loose = []
 
     def block(self, numbers: list[int], raws: list[str], lines: list[str], lowered: str,
               source: Source) -> None:
-        if self._thread is None and not any(needle in lowered for needle in NEEDLES):
+        if (self._thread is None and not self._loose and not any(n in lowered for n in NEEDLES)
+                and not any(n in lowered for n in FRAME_NEEDLES)):
             return
         for number, raw, line in zip(numbers, raws, lines, strict=True):
             self.see(raw, line, source, number)
 
     def see(self, raw: str, text: str, source: Source, line_no: int) -> None:
-        if self._header(raw, text, source, line_no) or self._thread is None:
+        if self._header(raw, text, source, line_no):
+            self._loose = []
             return
-        frame = self._frame(text)
+        frame = self._frame(text) if _may_be_frame(text) else None
+        if self._thread is None:
+            self._headless(frame, raw, source, line_no, text)
+            return
         if frame is None:
             if text.strip():
                 self._thread = None  # the dump ended
             return
         if len(self._thread.frames) < MAX_FRAMES:
             self._thread.frames.append(frame)
+
+    def _headless(self, frame: dict[str, Any] | None, raw: str, source: Source, line_no: int,
+                  text: str) -> None:
+        """Frames pasted without a header: HEADLESS_RUN of them in a row become a thread of their own."""
+        if frame is None:
+            if text.strip():
+                self._loose = []
+            return
+        self._loose.append((frame, raw, f"{source.path}:{line_no}"))
+        if len(self._loose) < HEADLESS_RUN or self.threads >= MAX_THREADS:
+            return
+        self.threads += 1
+        first_frame, first_raw, where = self._loose[0]
+        self._process = self._process_for(source, first_raw, "")
+        self._format = "headless"
+        self._thread = _Thread("", "", True, [f for f, _, _ in self._loose], where=where)
+        self._process.threads.append(self._thread)
+        self._loose = []
 
     def _header(self, raw: str, text: str, source: Source, line_no: int) -> bool:
         if "hread " not in text and "Process " not in text:
@@ -128,21 +159,23 @@ class Stacks:
             self._thread = None
             return True
         self.threads += 1
+        idle: bool | None = None
         if fmt == "pyspy_thread":
             pid = self._process.pid if self._process else None
             name = found.group(3) or ""
             hint = name == "MainThread" or (pid is not None and found.group(1) == pid)
             ident = found.group(1)
+            idle = found.group(2) == "idle"
         elif fmt == "fault_thread":
             name, ident, hint = found.group(1), found.group(2), found.group(1) == "Current thread"
         else:
             name, ident, hint = f"Thread {found.group(1)}", found.group(2), found.group(1) == "1"
-        if (self._process is None or self._format not in ("", fmt)
+        if (self._process is None or self._format not in ("", fmt) or self._format == "headless"
                 or (fmt != "pyspy_thread" and self._repeats(ident))):
             self._process = self._process_for(source, raw, "")
         self._format = fmt
         self._process.last_is_main = fmt == "fault_thread"
-        self._thread = _Thread(name, ident, hint, where=f"{source.path}:{line_no}")
+        self._thread = _Thread(name, ident, hint, where=f"{source.path}:{line_no}", idle=idle)
         self._process.threads.append(self._thread)
         return True
 
@@ -180,7 +213,7 @@ class Stacks:
 
     def readings(self) -> list[dict[str, Any]]:
         """What the dumps say: the processes' main threads compared, most telling first."""
-        mains = {who: main for who, p in self.processes.items() if (main := _main(p)) is not None}
+        mains = {who: main for who, p in self.processes.items() if (main := _telling(p)) is not None}
         if not mains:
             return []
         waits = {who: _classify(thread) for who, thread in mains.items()}
@@ -199,12 +232,22 @@ class Stacks:
         for (wait, op), whos in sorted(by_wait.items(), key=lambda kv: (-len(kv[1]), kv[0][0])):
             thread = mains[whos[0]]
             kind = "lock-in-worker" if wait == "lock" and _in_worker(thread) else wait
+            if kind in IDLE_ONLY and thread.idle is False:
+                kind = "running"
             out.append({"reading": "stack-wait", "conclusion": WAIT_CONCLUSIONS.get(kind),
                         "first": thread.where,
                         "facts": {"waits": wait, "op": op or "", "count": len(whos), "total": total,
+                                  "thread": thread.name,
                                   "who": _shown(whos), "frame": _frame_text(thread)}})
         named = [r for r in out if r["conclusion"]]
         return named + [r for r in out if not r["conclusion"]]
+
+
+def _may_be_frame(text: str) -> bool:
+    """A cheap test before the frame regexes run on a line."""
+    if "(" in text and (".py" in text or ".so" in text):
+        return True
+    return "line " in text or text.lstrip().startswith("#")
 
 
 def _main(process: _Process) -> _Thread | None:
@@ -216,7 +259,10 @@ def _main(process: _Process) -> _Thread | None:
     named = next((t for t in threads if t.main_hint and t.name == "MainThread"), None)
     if named is not None:
         return named
-    not_started = [t for t in threads if not _started_by_threading(t)] or threads
+    not_started = [t for t in threads if not _started_by_threading(t)]
+    if not not_started and len(process.threads) > 1:
+        return None  # only threads that `threading` started were dumped: the main thread's is cut
+    not_started = not_started or threads
     hinted = next((t for t in not_started if t.main_hint), None)
     if hinted is not None:
         return hinted
@@ -226,6 +272,21 @@ def _main(process: _Process) -> _Thread | None:
 def _started_by_threading(thread: _Thread) -> bool:
     path, func = stackframes.path_func(thread.frames[-1])
     return path.endswith("threading.py") and func.startswith("_bootstrap")
+
+
+def _telling(process: _Process) -> _Thread | None:
+    """The thread that says where the process waits: its main thread, unless that one names no
+    wait (Ray's and vLLM's workers run the job in a thread while the main thread idles in an event
+    loop); then the first other thread that does."""
+    main = _main(process)
+    if main is not None and _names_a_wait(main):
+        return main
+    return next((t for t in process.threads if t.frames and t is not main and _names_a_wait(t)), main)
+
+
+def _names_a_wait(thread: _Thread) -> bool:
+    wait = _classify(thread)[0]
+    return wait in WAIT_CONCLUSIONS and not (wait in IDLE_ONLY and thread.idle is False)
 
 
 def _classify(thread: _Thread) -> tuple[str, str | None]:

@@ -30,6 +30,7 @@ from runbook.triage.ordering import position, role_rank
 from runbook.triage.ranking import RANKING
 from runbook.triage.resolver import PatternKey, TaxonomyResolver
 from runbook.triage.score import strength
+from runbook.triage.series import HEALTHY, describe_reading
 
 MAX_TAXONOMY = 3
 CAUSE, KNOCK_ON, SIMILAR = "cause", "knock-on", "similar"
@@ -51,6 +52,7 @@ class Match:
     similar_to: LineHit | None = None  # for `similar`: the error line that was compared
     kind: str = "conclusion"  # or "article" (a knowledge-base article, for `similar` only)
     catch_all: bool = False  # its conclusion is the library's last resort (`generic: true`)
+    reading: dict[str, Any] | None = None  # for a `reading` match: what the dump or the numbers show
 
     @property
     def first(self) -> LineHit | None:
@@ -62,6 +64,8 @@ class Match:
 
     @property
     def generic(self) -> bool:
+        if self.reading is not None:
+            return False  # a dump or a series that names a cause is specific evidence
         return all(hit.generic for hit in self.signatures)
 
     def lines(self, limit: int | None = None) -> list[LineHit]:
@@ -79,6 +83,9 @@ class Match:
     def why(self, lang: str = "en") -> str:
         """One line saying what matched, in `lang`."""
         zh = lang == "zh"
+        if self.reading is not None:
+            said = describe_reading(self.reading, lang)
+            return f"没有错误行；{said}" if zh else f"no error line names it; {said}"
         if self.role == SIMILAR and self.similar_to is not None:
             line = _clip(self.similar_to.text, 100)
             return (f"相似，不是已知特征：与错误行 '{line}'（{self.similar_to.where}）文字相近" if zh
@@ -107,7 +114,7 @@ class Match:
             "kind": self.kind, "runbook": self.runbook, "entry": self.entry,
             "conclusion": {"id": self.conclusion, "title": self.title.get(lang), "taxonomy": self.taxonomy},
             "taxonomy": self.taxonomy, "role": self.role, "confidence": round(self.confidence, 2),
-            "score": round(self.score, 2), "why": self.why(lang),
+            "score": round(self.score, 2), "why": self.why(lang), "reading": self.reading,
             "first": _line_json(first) if first else None,
             "lines": [_line_json(h) for h in self.lines()],
             "facts": self.facts(),
@@ -169,6 +176,27 @@ def _match(library: Library, key: tuple[str, str], conclusion: Conclusion,
                                     "score": score}, role)
     return Match(book_id, entry, conclusion.id, conclusion.title, conclusion.taxonomy[:MAX_TAXONOMY],
                  role, sure, score, hits, catch_all=conclusion.generic)
+
+
+def from_readings(library: Library, readings: list[dict[str, Any]]) -> list[Match]:
+    """A match per conclusion the readings name (stacks.py, series.py), the first reading of each;
+    a healthy reading names no failure and makes none."""
+    rules = RANKING["evidence"]["reading"]
+    out: dict[str, Match] = {}
+    for reading in readings:
+        named = reading.get("conclusion")
+        if not named or named in out or reading["reading"] in HEALTHY:
+            continue
+        book_id, _, conclusion_id = named.partition(":")
+        runbook = library.get(book_id)
+        if runbook is None or conclusion_id not in runbook.conclusions:
+            continue
+        conclusion = runbook.conclusions[conclusion_id]
+        role = KNOCK_ON if named in rules["knock_on"] else CAUSE
+        out[named] = Match(book_id, conclusion_id, conclusion_id, conclusion.title,
+                           conclusion.taxonomy[:MAX_TAXONOMY], role, confidence("reading", {}, role), 0.0,
+                           catch_all=conclusion.generic, reading=reading)
+    return list(out.values())
 
 
 def confidence(evidence: str, names: Mapping[str, Any], role: str) -> float:

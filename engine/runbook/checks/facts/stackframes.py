@@ -24,8 +24,8 @@ COLLECTIVE_OPS = (
     "broadcast_object_list", "scatter_object_list", "all_reduce_coalesced", "all_gather_coalesced",
     "_all_gather_base", "_reduce_scatter_base",
 )
-WAITS = ("collective", "rendezvous", "dataloader", "ray", "cuda-sync", "extension-lock", "lock", "io",
-         "running", "idle")
+WAITS = ("collective", "rendezvous", "dataloader", "ray", "cuda-sync", "extension-lock", "lock", "backward",
+         "io", "running", "idle")
 RULES: list[dict[str, Any]] = [
     {"waits": "collective", "op": "{func}", "funcs": COLLECTIVE_OPS,
      "suffix": ("torch/distributed/distributed_c10d.py", "deepspeed/comm/comm.py",
@@ -49,6 +49,11 @@ RULES: list[dict[str, Any]] = [
     {"waits": "lock", "op": "{func}", "suffix": ("multiprocessing/synchronize.py", "filelock/_api.py"),
      "funcs": ("acquire", "__enter__")},
     {"waits": "lock", "op": "{func}", "suffix": ("threading.py",), "funcs": ("acquire", "_acquire_restore")},
+    # inside autograd's C++ engine: with DDP or ZeRO the gradients' collectives run from its hooks,
+    # so an idle thread here waits on them (py-spy shows no Python frame for the collective)
+    {"waits": "backward", "op": "autograd backward",
+     "suffix": ("torch/autograd/__init__.py", "torch/autograd/graph.py"),
+     "funcs": ("backward", "_engine_run_backward", "run_backward")},
 ]
 # With native frames (py-spy --native, gdb): a CUDA synchronize, or c10d waiting on a collective's
 # Work (DDP's C++ reducer, where no Python frame names the collective). Python frames come first.

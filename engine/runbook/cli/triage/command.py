@@ -69,8 +69,9 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
 
 
 def _print_readings(result: TriageResult, lang: str, library: object) -> None:
-    """What the numbers show (the no-error summary already says it) and the conclusions they
-    point to, with the runbook that confirms each on the nodes."""
+    """What the stack dumps and the numbers show (the no-error summary already says it) and the
+    conclusions they point to that the matches above do not already name, with the runbook that
+    confirms each on the nodes."""
     from runbook.triage.series import HEALTHY
     from runbook.triage.series import describe as describe_numbers
 
@@ -78,9 +79,11 @@ def _print_readings(result: TriageResult, lang: str, library: object) -> None:
     print()
     if result.verdict != "no-error":
         print(describe_numbers(result.readings, lang))
-    problems = [r for r in result.readings if r["reading"] not in HEALTHY]
+    listed = {f"{m.runbook}:{m.conclusion}" for m in result.matches}
+    problems = [r for r in result.readings
+                if r["conclusion"] and r["reading"] not in HEALTHY and r["conclusion"] not in listed]
     if problems:
-        print("数值指向：" if zh else "the numbers point to:")
+        print("它们还指向：" if zh else "they also point to:")
     for reading in problems:
         runbook_id, _, conclusion_id = reading["conclusion"].partition(":")
         runbook = library.get(runbook_id)  # type: ignore[attr-defined]
