@@ -21,8 +21,8 @@ once (the probe bundle is copied to every host), then, `--repeat` rounds, each i
   ControlPath=DIR/%C -o ControlPersist=60`, as a user's ~/.ssh/config would set it (the
   masters stopped, untimed, before the first).
 
-Every ssh is given runbook's key exchange preference (curve25519 first), so the rows differ
-in how connections are made and reused, not in the key exchange. The CPU counted is the
+Every ssh is given runbook's key exchange preference (P-256, then curve25519), so the rows
+differ in how connections are made and reused, not in the key exchange. The CPU counted is the
 client's: the process run and the processes it waited for (RUSAGE_CHILDREN: runbook, its
 `ssh -N`, the ssh clients), plus what the control masters (runbook's and ssh's, which live
 on in the background and are nobody's child) spent during the run, read from /proc.
