@@ -194,11 +194,12 @@ class SshTransport:
     def _start(self, node: Node) -> Session:
         """Connect, check for Python, ship the bundle if needed and start the serving probe."""
         python = self._python(node)
-        if self._master_path(node) is not None:  # slots for handshakes only: a reuse has none
-            return self._connect(node, python)
+        master = self._master_path(node)
+        if master is not None:  # slots for handshakes only (_start_master): a reuse has none
+            return self._connect_on_master(node, python, master)
         self._take_connect_slot()
         try:
-            return self._connect(node, python)
+            return self._connect_direct(node, self._script(node, python))
         finally:
             self._connect_slots.release()
 
@@ -312,12 +313,6 @@ class SshTransport:
         while not self._connect_slots.acquire(timeout=0.2):
             if self.closed:
                 raise SshError(INTERRUPTED)
-
-    def _connect(self, node: Node, python: str) -> Session:
-        master = self._master_path(node)
-        if master is not None:
-            return self._connect_on_master(node, python, master)
-        return self._connect_direct(node, self._script(node, python))
 
     def _connect_direct(self, node: Node, script: str) -> Session:
         """The probe over an `ssh` process of its own, which no other run shares."""
