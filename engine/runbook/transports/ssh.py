@@ -20,10 +20,11 @@ session within --connect-timeout is discarded and replaced (_masters.py); a fail
 one is the node's reason as above. A node that refuses one more session on a working master
 (MaxSessions, other runs on it) gets an `ssh` of this run's own; the master is left alone.
 
-Over that one connection a short shell prints its PID, checks for Python, sends for the
-bundle only when the node lacks this exact version (keyed by content hash; written beside,
-then moved, so a half-written bundle is never used) and becomes the serving probe: a request
-per line in, an answer per line out, one Python start per node. A check that outlives its
+Over that one connection a short shell checks for Python, prints its PID and whether it
+holds the bundle (one write), is sent the bundle only when the node lacks this exact version
+(keyed by content hash; written beside, then moved, so a half-written bundle is never used)
+and becomes the serving probe: a request per line in, an answer per line out, one Python
+start per node. A check that outlives its
 timeout, or a Ctrl-C, closes that ssh's input: the probe (`--stop-at-eof`) kills the
 commands of the check under way and exits, with no second connection needed; the next check
 on that node starts a fresh one.
@@ -375,7 +376,7 @@ class SshTransport:
 
     @staticmethod
     def _script(node: Node, python: str) -> str:
-        """The remote command: PID, Python check, bundle check (and copy), then the probe."""
+        """The remote command: Python check, PID and bundle check (and copy), then the probe."""
         exports = "".join(f"export {k}={shlex.quote(str(v))}; "
                           for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
         py, path = shlex.quote(python), f"{REMOTE_DIR}/{bundle_name()}"
@@ -385,8 +386,10 @@ class SshTransport:
         copy = (f't="$f.$$"; mkdir -p "{REMOTE_DIR}" && head -c {size} > "$t" '
                 f'&& [ "$(wc -c < "$t")" -eq {size} ] && mv "$t" "$f" '
                 f'|| {{ rm -f "$t"; exit {_COPY_FAILED_EXIT}; }}; echo copied')
-        return (f'echo "$$"; {exports}command -v {py} >/dev/null 2>&1 || exit {_NO_PYTHON_EXIT}; '
-                f'f="{path}"; if [ -f "$f" ]; then echo present; else echo absent; {copy}; fi; '
+        # The PID and the bundle's state in one write: one packet, and one wake-up here.
+        return (f'{exports}command -v {py} >/dev/null 2>&1 || {{ echo "$$"; exit {_NO_PYTHON_EXIT}; }}; '
+                f'f="{path}"; if [ -f "$f" ]; then printf "%s\\npresent\\n" "$$"; '
+                f'else printf "%s\\nabsent\\n" "$$"; {copy}; fi; '
                 f'exec {py} "$f" --serve --stop-at-eof')
 
     # -- checks --
