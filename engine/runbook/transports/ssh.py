@@ -2,7 +2,8 @@
 
 Each node gets one OpenSSH client process for the whole run (`ssh -T`, BatchMode), so
 `~/.ssh/config` (aliases, HostName, User, Port, IdentityFile, ProxyJump) and known_hosts apply
-as for any ssh; $HOME's ~/.ssh is the one read (see _openssh.py). An unknown or changed host
+as for any ssh; $HOME's ~/.ssh is the one read (see _openssh.py). Its forwardings do not
+(LocalForward, RemoteForward, ForwardAgent, X11): the probe needs none. An unknown or changed host
 key is refused unless `accept_new_host_keys` is set (then only a changed one is). The client
 is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's CPU per node
 (its ssh included) went from about 37 to about 16 ms, and with the key exchange over P-256
@@ -180,8 +181,11 @@ class SshTransport:
     def _argv(self, node: Node, command: str | None, master: Path | None = None) -> list[str]:
         """`ssh` running `command` on the node, or (command None) the node's master on `master`."""
         host = str(node.vars.get("host") or node.name)
-        argv = ["ssh", "-F", self._config_file(), "-T", "-o", "BatchMode=yes",
-                "-o", f"ConnectTimeout={math.ceil(self.connect_timeout)}",
+        # -a -x ClearAllForwardings: the probe needs no forwarding, and a user's LocalForward
+        # or ForwardAgent would otherwise go with it to every node (a master would hold the
+        # port for --ssh-persist seconds, and hand the user's agent to the node).
+        argv = ["ssh", "-F", self._config_file(), "-T", "-a", "-x", "-o", "ClearAllForwardings=yes",
+                "-o", "BatchMode=yes", "-o", f"ConnectTimeout={math.ceil(self.connect_timeout)}",
                 "-o", "StrictHostKeyChecking=" + ("accept-new" if self.accept_new_host_keys else "yes")]
         if master is None:  # a master of the user's own would hold our pipes open
             argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
