@@ -3,13 +3,13 @@
 Each node gets one OpenSSH client process for the whole run (`ssh -T`, BatchMode), so
 `~/.ssh/config` (aliases, HostName, User, Port, IdentityFile, ProxyJump) and known_hosts apply
 as for any ssh; $HOME's ~/.ssh is the one read (see _openssh.py). Its forwardings do not
-(LocalForward, RemoteForward, ForwardAgent, X11): the probe needs none. An unknown or changed host
-key is refused unless `accept_new_host_keys` is set (then only a changed one is). The client
-is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's CPU per node
-(its ssh included) went from about 37 to about 16 ms, and with the key exchange over P-256
-(_openssh.py) to about 13, some 10 of them the ssh process (bench/fanout, 64 nodes).
-Handshakes under way at once are capped (CONNECT_SLOTS), so that hundreds of nodes on a
-small client do not each take longer than --connect-timeout.
+(LocalForward, RemoteForward, ForwardAgent, X11): the probe needs none. An unknown or changed
+host key is refused unless `accept_new_host_keys` is set (then only a changed one is). The
+client is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's CPU per
+node (its ssh included) went from about 37 to about 16 ms, and with the key exchange over
+P-256 (_openssh.py) to about 13, some 10 of them the ssh process (bench/fanout, 64 nodes).
+Handshakes under way at once are capped (CONNECT_SLOTS), so that hundreds of nodes on a small
+client do not each take longer than --connect-timeout.
 
 Connections are reused across runs (`persist`, --ssh-persist, 60 s by default; 0: off): the
 `ssh` of a node is then a control master (`ssh -N`, ControlPersist) that outlives the run by
@@ -21,14 +21,13 @@ session within --connect-timeout is discarded and replaced (_masters.py); a fail
 one is the node's reason as above. A node that refuses one more session on a working master
 (MaxSessions, other runs on it) gets an `ssh` of this run's own; the master is left alone.
 
-Over that one connection a short shell checks for Python, prints its PID and whether it
-holds the bundle (one write), is sent the bundle only when the node lacks this exact version
-(keyed by content hash; written beside, then moved, so a half-written bundle is never used)
-and becomes the serving probe: a request per line in, an answer per line out, one Python
-start per node. A check that outlives its
-timeout, or a Ctrl-C, closes that ssh's input: the probe (`--stop-at-eof`) kills the
-commands of the check under way and exits, with no second connection needed; the next check
-on that node starts a fresh one.
+Over that one connection a short shell checks for Python, prints its PID and whether it holds
+the bundle (one write), is sent the bundle only when the node lacks this exact version (keyed
+by content hash; written beside, then moved, so a half-written bundle is never used) and
+becomes the serving probe: a request per line in, an answer per line out, one Python start per
+node. A check that outlives its timeout, or a Ctrl-C, closes that ssh's input: the probe
+(`--stop-at-eof`) kills the commands of the check under way and exits, with no second
+connection needed; the next check on that node starts a fresh one.
 
 Every way a node can fail is an answer with a one-line reason that says what to do, never
 an exception: refused, a changed or unknown host key, a handshake slower than
