@@ -21,14 +21,17 @@ once (the probe bundle is copied to every host), then, `--repeat` rounds, each i
   ControlPath=DIR/%C -o ControlPersist=60`, as a user's ~/.ssh/config would set it (the
   masters stopped, untimed, before the first).
 
-Every ssh is given runbook's key exchange preference (curve25519 first), so the rows differ
-in how connections are made and reused, not in the key exchange. The CPU counted is the
+Every ssh is given runbook's key exchange preference (P-256, then curve25519), so the rows
+differ in how connections are made and reused, not in the key exchange. The CPU counted is the
 client's: the process run and the processes it waited for (RUSAGE_CHILDREN: runbook, its
 `ssh -N`, the ssh clients), plus what the control masters (runbook's and ssh's, which live
 on in the background and are nobody's child) spent during the run, read from /proc.
 Per host: `total/N`, and for runbook the marginal `(CPU(N) - CPU(1)) / (N - 1)`, which leaves
-out runbook's own start (Python and its imports, about 0.25 s once per run). Every run is
-verified (runbook: exit 0, every node concluded; ssh: exit 0). Exit 1 when a run failed.
+out runbook's own start (Python and its imports, about 0.25 s once per run). For the
+transport's rows, where that CPU went: the benchmark's process (the transport's Python), the
+`ssh -N` processes until each master goes to the background (key exchange, authentication),
+and the masters. Every run is verified (runbook: exit 0, every node concluded; ssh: exit 0).
+Exit 1 when a run failed.
 """
 
 from __future__ import annotations
@@ -130,24 +133,29 @@ def ssh_run(cluster: fanout.Cluster, hosts: int, command: str, options: list[str
     return run
 
 
-def transport_run(cluster: fanout.Cluster, hosts: int, log: Path, persist: int,
-                  ) -> Callable[[], fanout.Sample]:
+Split = tuple[float, float, float]  # CPU seconds of a transport run: this process, its ssh, the masters
+
+
+def transport_run(cluster: fanout.Cluster, hosts: int, log: Path, persist: int, masters_dir: Path,
+                  ) -> Callable[[list[Split] | None], fanout.Sample]:
     """The SSH transport alone, in this process: a run's five checks on every node, one thread
-    per node, then close(), as `runbook run` does, without its start and its walk."""
+    per node, then close(), as `runbook run` does, without its start and its walk. Its sample
+    counts the masters' CPU during the run; `splits` gets where the CPU went."""
     from runbook.transports import Node
     from runbook.transports.ssh import SshTransport
 
     requests = [{"check": "system", "with": {}}] + [
         {"check": "command", "with": {"run": cmd}} for _, cmd in fanout.operations(log)[1:]]
 
-    def run() -> fanout.Sample:
+    def run(splits: list[Split] | None = None) -> fanout.Sample:
         os.environ["HOME"] = str(cluster.home)  # the cluster's ~/.ssh, as cluster.env() gives runbook
         statuses: list[str] = []
 
         def node(name: str) -> None:
             statuses.extend(transport.run_check(Node(name, "ssh"), r, 30).status for r in requests)
 
-        cpu0, busy0, start = own_cpu_s(), fanout.machine_busy_s(), time.perf_counter()
+        masters0 = masters_cpu(masters_dir)
+        (self0, ssh0), busy0, start = own_cpu_s(), fanout.machine_busy_s(), time.perf_counter()
         transport = SshTransport(connect_timeout=30, persist=persist)
         threads = [threading.Thread(target=node, args=(name,)) for name in cluster.names()[:hosts]]
         for thread in threads:
@@ -155,19 +163,23 @@ def transport_run(cluster: fanout.Cluster, hosts: int, log: Path, persist: int,
         for thread in threads:
             thread.join()
         transport.close()
-        sample = fanout.Sample(time.perf_counter() - start, own_cpu_s() - cpu0,
-                               fanout.machine_busy_s() - busy0)
+        (self1, ssh1), wall = own_cpu_s(), time.perf_counter() - start
+        busy = fanout.machine_busy_s() - busy0
+        masters = sum(cpu - masters0.get(pid, 0.0) for pid, cpu in masters_cpu(masters_dir).items())
         if statuses != ["ok"] * (hosts * len(requests)):
             raise fanout.RunFailed(f"transport: {len(statuses)} answers, not all ok: {set(statuses)}")
-        return sample
+        if splits is not None:
+            splits.append((self1 - self0, ssh1 - ssh0, masters))
+        return fanout.Sample(wall, (self1 - self0) + (ssh1 - ssh0) + masters, busy)
 
     return run
 
 
-def own_cpu_s() -> float:
-    """This process's CPU seconds and those of the children it waited for (the ssh -N)."""
+def own_cpu_s() -> tuple[float, float]:
+    """CPU seconds of this process, and of the children it waited for (each `ssh -N` until its
+    master goes to the background)."""
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+    return me.ru_utime + me.ru_stime, children.ru_utime + children.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,15 +213,16 @@ def main(argv: list[str] | None = None) -> int:
         rb_n = fanout.runbook_method(runbook, cluster, n, log, persist=PERSIST_S)
         rb_1 = fanout.runbook_method(runbook, cluster, 1, log, persist=PERSIST_S)
         plain, cp = ssh_run(cluster, n, reads, []), ssh_run(cluster, n, reads, persist)
-        transport_first = transport_run(cluster, n, log, PERSIST_S)
+        transport_first = transport_run(cluster, n, log, PERSIST_S, rb_masters)
+        splits: dict[str, list[Split]] = {"transport alone first": [], "transport alone repeat": []}
         rows: list[tuple[str, int, Callable[[], fanout.Sample], Callable[[], None] | None]] = [
             ("runbook first", n, lambda: with_masters(rb_masters, rb_n), lambda: stop_masters(rb_masters)),
             ("runbook repeat", n, lambda: with_masters(rb_masters, rb_n), None),
             ("runbook first", 1, lambda: with_masters(rb_masters, rb_1), lambda: stop_masters(rb_masters)),
             ("runbook repeat", 1, lambda: with_masters(rb_masters, rb_1), None),
-            ("transport alone first", n, lambda: with_masters(rb_masters, transport_first),
+            ("transport alone first", n, lambda: transport_first(splits["transport alone first"]),
              lambda: stop_masters(rb_masters)),
-            ("transport alone repeat", n, lambda: with_masters(rb_masters, transport_first), None),
+            ("transport alone repeat", n, lambda: transport_first(splits["transport alone repeat"]), None),
             ("ssh (a new connection each)", n, plain, None),
             ("ssh ControlPersist first", n, lambda: with_masters(ssh_masters, cp),
              lambda: stop_masters(ssh_masters)),
@@ -253,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
                         "median_client_cpu_s": cpu(name, hosts),
                         "client_cpu_ms_per_host": cpu(name, hosts) / hosts * 1000,
                         "marginal_ms_per_host": marginal})
+        if name in splits:  # each part's median on its own, in ms per host
+            results[-1]["split_ms_per_host"] = {
+                part: statistics.median(split[i] for split in splits[name]) / hosts * 1000
+                for i, part in enumerate(("runbook_process", "ssh_until_detached", "masters"))}
     first = next(r for r in results if r["method"] == "runbook first")["marginal_ms_per_host"]
     repeat = next(r for r in results if r["method"] == "runbook repeat")["marginal_ms_per_host"]
     targets = {"first_ms": {"value": first, "target": TARGET_FIRST_MS, "met": first <= TARGET_FIRST_MS},
@@ -267,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
         marginal = f"{value:10.1f}" if value is not None else f"{'-':>10}"
         print(f"{r['method']:<30}{r['hosts']:>6}{r['median_wall_s']:>10.2f}{r['median_client_cpu_s']:>14.2f}"
               f"{r['client_cpu_ms_per_host']:>9.1f}{marginal}")
+    for r in results:
+        if split := r.get("split_ms_per_host"):
+            print(f"{r['method']}: runbook's process {split['runbook_process']:.1f}, its `ssh -N` until the "
+                  f"master detaches {split['ssh_until_detached']:.1f}, the masters {split['masters']:.1f} "
+                  "ms per host (medians)")
     print(f"\nrunbook first run, marginal client CPU per host {first:6.1f} ms, target <= "
           f"{TARGET_FIRST_MS:g}: {'met' if first <= TARGET_FIRST_MS else 'MISSED'}")
     print(f"runbook repeat, marginal client CPU per host    {repeat:6.1f} ms, target <= "

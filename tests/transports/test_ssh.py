@@ -4,8 +4,10 @@ one-line reason, and close() (Ctrl-C) stops busy probes and pending connects at 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from runbook.transports import Node
+from runbook.transports import _openssh as openssh
 from runbook.transports.bundle import bundle_name
 from runbook.transports.ssh import SshTransport
 from tests import cluster_fixture
@@ -206,6 +209,29 @@ def test_a_probe_that_stops_answering_is_stopped_and_the_next_check_starts_afres
         assert again.status == "ok" and again.result
     finally:
         transport.close()
+
+
+def _kex_with(home: Path, host: str) -> str:
+    """The key exchange `ssh` agrees on with `host` under the config the transport hands it."""
+    argv = ["ssh", "-F", openssh.write_config(str(home)), "-T", "-o", "BatchMode=yes",
+            "-o", "LogLevel=DEBUG1", "--", host, "true"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    found = re.search(r"kex: algorithm: (\S+)", done.stderr)
+    assert done.returncode == 0 and found, done.stderr[-600:]
+    return found[1]
+
+
+def test_the_key_exchange_is_p256_unless_the_users_config_names_one(ssh_home) -> None:
+    if openssh.ssh_version() < (8, 2):
+        pytest.skip("OpenSSH before 8.2 has no `^` to put a key exchange first")
+    system = [openssh.SYSTEM_CONFIG, *openssh.SYSTEM_CONFIG.parent.glob("ssh_config.d/*.conf")]
+    if any("kexalgorithms" in path.read_text(errors="replace").lower() for path in system if path.is_file()):
+        pytest.skip(f"{openssh.SYSTEM_CONFIG} names its own key exchanges, which win")
+    cl = ssh_home(1)
+    assert _kex_with(cl.home, "node01") == "ecdh-sha2-nistp256"  # the client's cheapest
+    with cl.ssh_config.open("a") as config:  # the user's choice wins over the transport's
+        config.write("\nHost *\n    KexAlgorithms curve25519-sha256\n")
+    assert _kex_with(cl.home, "node01") == "curve25519-sha256"
 
 
 def _leftovers(cl: Any, host: str) -> list[str]:

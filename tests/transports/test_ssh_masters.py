@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import stat
 import tempfile
 import threading
@@ -98,6 +99,19 @@ def test_a_second_run_opens_its_session_on_the_first_runs_connection(ssh_home, c
     assert again.status == "ok" and again.result
     assert the_master(control).pid == master.pid  # the same master ...
     assert logins(cl, "node01") == first  # ... over the same connection: no second login
+
+
+def test_a_master_holds_none_of_the_users_forwardings(ssh_home, control: Path) -> None:
+    cl = ssh_home(1)
+    with socket.socket() as probe:  # a free port for the user's LocalForward
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with cl.ssh_config.open("a") as config:
+        config.write(f"\nHost *\n    LocalForward 127.0.0.1:{port} 127.0.0.1:9\n    ForwardAgent yes\n")
+    assert one_run().status == "ok"
+    assert the_master(control).pid  # it outlives the run ...
+    with socket.socket() as client, pytest.raises(ConnectionRefusedError):
+        client.connect(("127.0.0.1", port))  # ... and listens on none of the user's ports
 
 
 def test_a_killed_master_is_replaced(ssh_home, control: Path) -> None:

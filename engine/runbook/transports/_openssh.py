@@ -4,10 +4,14 @@ and a one-line reason, saying what to do, for each way it fails to connect.
 `ssh` reads ~/.ssh from the passwd entry, not from $HOME (as paramiko did), so the transport
 hands it a small config of its own (`-F`): it includes $HOME/.ssh/config and the system's
 /etc/ssh/ssh_config, in the order ssh itself reads them, then adds defaults that apply only
-where neither sets the option (ssh keeps the first value it reads): known_hosts under
-$HOME, and curve25519 first among the key exchanges. The post-quantum hybrids that
-OpenSSH 9 prefers cost about 60 ms of client CPU per connection (measured: 70 against 9 ms
-per host on loopback); a `KexAlgorithms` line in the user's or the system's config wins.
+where neither sets the option (ssh keeps the first value it reads): known_hosts under $HOME,
+and ECDH over NIST P-256 first among the key exchanges, then curve25519. The post-quantum
+hybrids that OpenSSH 9 prefers cost about 60 ms of client CPU per connection (measured: 70
+against 9 ms per host on loopback). curve25519 is computed by OpenSSH's own portable C, P-256
+by OpenSSL's constant-time assembly: a whole `ssh host true` (OpenSSH 9.2, under valgrind) is
+86 million instructions with the first and 48 million with the second, about 4 ms less client
+CPU per host. Both give 128-bit security, and OpenSSH ranks P-256 right after curve25519 in
+its own defaults. A `KexAlgorithms` line in the user's or the system's config wins.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 
 SYSTEM_CONFIG = Path("/etc/ssh/ssh_config")
-KEX_FIRST = "curve25519-sha256,curve25519-sha256@libssh.org"
+# P-256 first: the cheapest key exchange for the client (see above); curve25519 where a node lacks it
+KEX_FIRST = "ecdh-sha2-nistp256,curve25519-sha256,curve25519-sha256@libssh.org"
 RESOLVE_TIMEOUT_S = 5.0
 
 

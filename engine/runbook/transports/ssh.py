@@ -2,12 +2,14 @@
 
 Each node gets one OpenSSH client process for the whole run (`ssh -T`, BatchMode), so
 `~/.ssh/config` (aliases, HostName, User, Port, IdentityFile, ProxyJump) and known_hosts apply
-as for any ssh; $HOME's ~/.ssh is the one read (see _openssh.py). An unknown or changed host
-key is refused unless `accept_new_host_keys` is set (then only a changed one is). The client
-is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's CPU per node
-(its ssh included) went from about 37 to about 16 ms, some 10 of them the ssh process
-(bench/fanout, 64 nodes). Handshakes under way at once are capped (CONNECT_SLOTS), so that
-hundreds of nodes on a small client do not each take longer than --connect-timeout.
+as for any ssh; $HOME's ~/.ssh is the one read (see _openssh.py). Its forwardings do not
+(LocalForward, RemoteForward, ForwardAgent, X11): the probe needs none. An unknown or changed
+host key is refused unless `accept_new_host_keys` is set (then only a changed one is). The
+client is OpenSSH's, not paramiko's: its handshake and packets are C, so the client's CPU per
+node (its ssh included) went from about 37 to about 16 ms, and with the key exchange over
+P-256 (_openssh.py) to about 13, some 10 of them the ssh process (bench/fanout, 64 nodes).
+Handshakes under way at once are capped (CONNECT_SLOTS), so that hundreds of nodes on a small
+client do not each take longer than --connect-timeout.
 
 Connections are reused across runs (`persist`, --ssh-persist, 60 s by default; 0: off): the
 `ssh` of a node is then a control master (`ssh -N`, ControlPersist) that outlives the run by
@@ -19,13 +21,13 @@ session within --connect-timeout is discarded and replaced (_masters.py); a fail
 one is the node's reason as above. A node that refuses one more session on a working master
 (MaxSessions, other runs on it) gets an `ssh` of this run's own; the master is left alone.
 
-Over that one connection a short shell prints its PID, checks for Python, sends for the
-bundle only when the node lacks this exact version (keyed by content hash; written beside,
-then moved, so a half-written bundle is never used) and becomes the serving probe: a request
-per line in, an answer per line out, one Python start per node. A check that outlives its
-timeout, or a Ctrl-C, closes that ssh's input: the probe (`--stop-at-eof`) kills the
-commands of the check under way and exits, with no second connection needed; the next check
-on that node starts a fresh one.
+Over that one connection a short shell checks for Python, prints its PID and whether it holds
+the bundle (one write), is sent the bundle only when the node lacks this exact version (keyed
+by content hash; written beside, then moved, so a half-written bundle is never used) and
+becomes the serving probe: a request per line in, an answer per line out, one Python start per
+node. A check that outlives its timeout, or a Ctrl-C, closes that ssh's input: the probe
+(`--stop-at-eof`) kills the commands of the check under way and exits, with no second
+connection needed; the next check on that node starts a fresh one.
 
 Every way a node can fail is an answer with a one-line reason that says what to do, never
 an exception: refused, a changed or unknown host key, a handshake slower than
@@ -178,8 +180,11 @@ class SshTransport:
     def _argv(self, node: Node, command: str | None, master: Path | None = None) -> list[str]:
         """`ssh` running `command` on the node, or (command None) the node's master on `master`."""
         host = str(node.vars.get("host") or node.name)
-        argv = ["ssh", "-F", self._config_file(), "-T", "-o", "BatchMode=yes",
-                "-o", f"ConnectTimeout={math.ceil(self.connect_timeout)}",
+        # -a -x ClearAllForwardings: the probe needs no forwarding, and a user's LocalForward
+        # or ForwardAgent would otherwise go with it to every node (a master would hold the
+        # port for --ssh-persist seconds, and hand the user's agent to the node).
+        argv = ["ssh", "-F", self._config_file(), "-T", "-a", "-x", "-o", "ClearAllForwardings=yes",
+                "-o", "BatchMode=yes", "-o", f"ConnectTimeout={math.ceil(self.connect_timeout)}",
                 "-o", "StrictHostKeyChecking=" + ("accept-new" if self.accept_new_host_keys else "yes")]
         if master is None:  # a master of the user's own would hold our pipes open
             argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
@@ -194,11 +199,12 @@ class SshTransport:
     def _start(self, node: Node) -> Session:
         """Connect, check for Python, ship the bundle if needed and start the serving probe."""
         python = self._python(node)
-        if self._master_path(node) is not None:  # slots for handshakes only: a reuse has none
-            return self._connect(node, python)
+        master = self._master_path(node)
+        if master is not None:  # slots for handshakes only (_start_master): a reuse has none
+            return self._connect_on_master(node, python, master)
         self._take_connect_slot()
         try:
-            return self._connect(node, python)
+            return self._connect_direct(node, self._script(node, python))
         finally:
             self._connect_slots.release()
 
@@ -313,12 +319,6 @@ class SshTransport:
             if self.closed:
                 raise SshError(INTERRUPTED)
 
-    def _connect(self, node: Node, python: str) -> Session:
-        master = self._master_path(node)
-        if master is not None:
-            return self._connect_on_master(node, python, master)
-        return self._connect_direct(node, self._script(node, python))
-
     def _connect_direct(self, node: Node, script: str) -> Session:
         """The probe over an `ssh` process of its own, which no other run shares."""
         try:
@@ -379,7 +379,7 @@ class SshTransport:
 
     @staticmethod
     def _script(node: Node, python: str) -> str:
-        """The remote command: PID, Python check, bundle check (and copy), then the probe."""
+        """The remote command: Python check, PID and bundle check (and copy), then the probe."""
         exports = "".join(f"export {k}={shlex.quote(str(v))}; "
                           for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
         py, path = shlex.quote(python), f"{REMOTE_DIR}/{bundle_name()}"
@@ -389,8 +389,10 @@ class SshTransport:
         copy = (f't="$f.$$"; mkdir -p "{REMOTE_DIR}" && head -c {size} > "$t" '
                 f'&& [ "$(wc -c < "$t")" -eq {size} ] && mv "$t" "$f" '
                 f'|| {{ rm -f "$t"; exit {_COPY_FAILED_EXIT}; }}; echo copied')
-        return (f'echo "$$"; {exports}command -v {py} >/dev/null 2>&1 || exit {_NO_PYTHON_EXIT}; '
-                f'f="{path}"; if [ -f "$f" ]; then echo present; else echo absent; {copy}; fi; '
+        # The PID and the bundle's state in one write: one packet, and one wake-up here.
+        return (f'{exports}command -v {py} >/dev/null 2>&1 || {{ echo "$$"; exit {_NO_PYTHON_EXIT}; }}; '
+                f'f="{path}"; if [ -f "$f" ]; then printf "%s\\npresent\\n" "$$"; '
+                f'else printf "%s\\nabsent\\n" "$$"; {copy}; fi; '
                 f'exec {py} "$f" --serve --stop-at-eof')
 
     # -- checks --
