@@ -160,6 +160,7 @@ class _Link:
         self.dead: str | None = None  # why this gateway no longer answers
         self.pending: dict[int, _Waiter] = {}
         self.lock = threading.Lock()
+        self.send_lock = threading.Lock()  # one request line at a time on the connection
         self.ready = threading.Event()  # set once connected, or known dead
 
     def fail(self, reason: str) -> None:
@@ -175,13 +176,17 @@ class _Link:
         waiter = _Waiter()
         data = (json.dumps(message) + "\n").encode()
         with self.lock:
-            if self.dead is None and self.session is not None:
-                self.pending[ident] = waiter
-                if self.session.send(data):
-                    return waiter
-                del self.pending[ident]
-                self.dead = "connection lost"
-            waiter.settle({"dead": self.dead})
+            if self.dead is not None or self.session is None:
+                waiter.settle({"dead": self.dead})
+                return waiter
+            self.pending[ident] = waiter
+            session = self.session
+        # Not under self.lock: a write that waits for the relay to read must not keep the
+        # reader thread from settling answers.
+        with self.send_lock:
+            sent = session.send(data)
+        if not sent:
+            self.fail("connection lost")
         return waiter
 
     def read(self, transport: GatewayTransport, gateway: Node) -> None:
