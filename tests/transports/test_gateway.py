@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from runbook.transports import Node
-from runbook.transports.gateway import GatewayTransport, assign
+from runbook.transports.gateway import GatewayTransport, assign, relay_bytes, relay_name
 from tests import cluster_fixture
 from tests.polling import wait_for
 
@@ -98,6 +98,16 @@ def test_nodes_are_split_in_contiguous_blocks_unless_the_inventory_names_a_gatew
                       "localhost": ("local", None)}
 
 
+def test_the_relay_ships_as_one_zipapp_that_runs_on_the_standard_library_alone(tmp_path: Path) -> None:
+    assert relay_bytes() == relay_bytes() and relay_name().startswith("runbook-relay-")
+    relay = tmp_path / relay_name()
+    relay.write_bytes(relay_bytes())
+    # -I -S: no PYTHONPATH, no site-packages; the end of input stops it
+    done = subprocess.run([sys.executable, "-I", "-S", str(relay)], input=b'{"config": {}}\n',
+                          capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, b'{"ready": true}\n'), done.stderr
+
+
 @needs_cluster
 def test_a_gateway_run_concludes_every_node_as_the_flat_run_does(cluster6: Any) -> None:
     flat = runbook(cluster6, "run", "training-hang", "--nodes", "node[03-06]", *NO_PROCESS)
@@ -114,9 +124,15 @@ def test_the_nodes_are_reached_from_the_gateways_not_from_the_client(cluster6: A
     flat = runbook(cluster6, "run", "training-hang", "--nodes", "t[03-06]", *NO_PROCESS)
     assert {status for status, _ in verdicts(flat).values()} == {"unreachable"}
     assert all("cannot resolve host name" in why for why in reasons(flat).values())
-    tree = runbook(cluster6, "run", "training-hang", "--nodes", "t[03-06]", *NO_PROCESS,
+    tree = runbook(cluster6, "run", "training-hang", "--nodes", "t[03-06],zz-nowhere", *NO_PROCESS,
                    "--gateways", "node[01-02]")
-    assert set(verdicts(tree).values()) == {("concluded", "no-training-process")}, tree.stderr
+    found = verdicts(tree)
+    assert found.pop("zz-nowhere") == ("unreachable", None), tree.stderr
+    assert set(found.values()) == {("concluded", "no-training-process")}, tree.stderr
+    # a node its gateway cannot reach: the SSH transport's reason, from the gateway's ssh
+    assert reasons(tree)["zz-nowhere"].endswith("cannot resolve host name 'zz-nowhere' (check the "
+                                                "name, or its HostName in ~/.ssh/config) (through "
+                                                "gateway node02)")
     for host in cluster6.names():  # the relays ended with the run
         assert leftovers(cluster6, host) == []
 
