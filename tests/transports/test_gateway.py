@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from runbook.cli import main
 from runbook.transports import Node
 from runbook.transports.gateway import GatewayTransport, assign, relay_bytes, relay_name
 from tests import cluster_fixture
@@ -96,6 +97,19 @@ def test_nodes_are_split_in_contiguous_blocks_unless_the_inventory_names_a_gatew
                       "gpu03": ("gateway", "gw1"), "gpu04": ("gateway", "gw2"),
                       "gpu05": ("gateway", "gw2"), "gpu09": ("gateway", "gwX"),
                       "localhost": ("local", None)}
+
+
+@pytest.mark.parametrize(("argv", "why"), [
+    (["--nodes", "a", "--executor", "local", "--gateways", "gw1"],
+     "--gateways reaches nodes over SSH: it does not go with --executor local"),
+    (["--slurm-job", "42", "--gateways", "gw1"], "it does not go with --slurm-job"),
+    (["--nodes", "a", "--gateways", "gw[1-"], "--gateways: bad host list 'gw[1-'"),
+])
+def test_gateways_that_cannot_apply_are_a_one_line_error(argv: list[str], why: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "training-hang", *argv]) == 2
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1, err
 
 
 def test_the_relay_ships_as_one_zipapp_that_runs_on_the_standard_library_alone(tmp_path: Path) -> None:

@@ -55,6 +55,13 @@ def nodes_from_args(args: argparse.Namespace) -> list[Node]:
     `--slurm-job` that does not run."""
     from runbook.run.nodes import build_nodes, expand
 
+    if getattr(args, "gateways", None):
+        other = next((flag for flag, on in (("--slurm-nodes", getattr(args, "slurm_nodes", None)),
+                                            ("--slurm-job", getattr(args, "slurm_job", None)),
+                                            ("--executor " + str(args.executor),
+                                             args.executor in ("ray", "local"))) if on), None)
+        if other:
+            raise ValueError(f"--gateways reaches nodes over SSH: it does not go with {other}")
     if getattr(args, "slurm_nodes", None):
         return _allocated_nodes(args)
     job = slurm_job(args)
