@@ -22,6 +22,7 @@ import pytest
 from runbook.cli import main
 from runbook.transports import Node
 from runbook.transports.gateway import GatewayTransport, assign, relay_bytes, relay_name
+from runbook.transports.ssh import SshTransport
 from tests import cluster_fixture
 from tests.polling import wait_for
 
@@ -176,6 +177,32 @@ def test_ctrl_c_stops_the_whole_tree(cluster6: Any, tmp_path: Path) -> None:
     assert report["summary"]["incomplete"] is True
     for host in cluster6.names():
         wait_for(lambda h=host: not leftovers(cluster6, h), 10, lambda h=host: (h, leftovers(cluster6, h)))
+
+
+@needs_cluster
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_relay_told_to_stop_stops_its_nodes_probes(cluster6: Any, tmp_path: Path, signum: int) -> None:
+    relay = tmp_path / relay_name()
+    relay.write_bytes(relay_bytes())
+    proc = subprocess.Popen([sys.executable, str(relay)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    hang = {"check": "command", "with": {"run": f"touch {tmp_path}/mark; exec sleep 300"}}
+    config = {"ssh": ["-F", str(cluster6.ssh_config), "-o", "BatchMode=yes"], "connect_timeout": 10}
+    request = {"id": 1, "node": "node03", "script": SshTransport._script(Node("node03", "ssh"), "python3"),
+               "request": hang, "timeout": 120}
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((json.dumps({"config": config}) + "\n" + json.dumps(request) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline()) == {"ready": True}
+        wait_for(lambda: (tmp_path / "mark").exists() or proc.poll() is not None, 60)
+        assert leftovers(cluster6, "node03"), "the check does not run"
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == 128 + signum
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    wait_for(lambda: not leftovers(cluster6, "node03"), 10, lambda: leftovers(cluster6, "node03"))
 
 
 @needs_cluster
