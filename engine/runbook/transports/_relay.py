@@ -13,7 +13,8 @@ Lines in (stdin), JSON:
     {"config": {"ssh": [...ssh options], "connect_timeout": s, "fanout": n}}   first
     {"id": 7, "node": "gpu01", "host": "gpu01", "port": 22, "user": "root",
      "script": "...", "request": {...}, "timeout": 30}
-Lines out (stdout), as each answer arrives, tagged with the request's id:
+Lines out (stdout): {"ready": true} once the config is read; then, as each answer arrives,
+tagged with the request's id:
     {"id": 7, "line": "<the probe's answer line>"}
     {"id": 7, "timed_out": true}                  no answer within the timeout: probe stopped
     {"id": 7, "failed": "connect|start|copy|check", "code": 255, "stderr": "...",
