@@ -12,7 +12,8 @@ zipapp, so a node gets it from its gateway, once per version.
 Lines in (stdin), JSON:
     {"config": {"ssh": [...ssh options], "connect_timeout": s, "fanout": n}}   first
     {"id": 7, "node": "gpu01", "host": "gpu01", "port": 22, "user": "root",
-     "script": "...", "request": {...}, "timeout": 30}
+     "script": "...", "request": {...}, "timeout": 30}     (host, port, user, script: on a
+                                                            node's first request only; kept)
 Lines out (stdout): {"ready": true} once the config is read; then, as each answer arrives,
 tagged with the request's id:
     {"id": 7, "line": "<the probe's answer line>"}
@@ -59,6 +60,7 @@ class Relay:
         self.connect_slots = threading.BoundedSemaphore(max(1, int(config.get("fanout") or 64)))
         self.bundle = bundle
         self.sessions: dict[str, ProbePipe] = {}
+        self.reach: dict[str, dict[str, Any]] = {}  # node -> host, port, user, script (sent once)
         self.locks: dict[str, threading.Lock] = {}
         self.registry = threading.Lock()
         self.out = threading.Lock()
@@ -71,11 +73,18 @@ class Relay:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
 
+    def remember(self, message: dict[str, Any]) -> None:
+        """Keep how to reach a node, which only its first request carries (read in order here,
+        before any thread of a later request can need it)."""
+        if "script" in message and "node" in message:
+            self.reach[str(message["node"])] = {k: message.get(k) for k in ("host", "port", "user", "script")}
+
     def handle(self, message: dict[str, Any]) -> None:
         """Answer one request (in a thread of its own; a node's requests come one at a time)."""
         ident = message.get("id")
         try:
             with self._lock(str(message["node"])):
+                message = {**message, **self.reach.get(str(message["node"]), {})}
                 self.reply({"id": ident, **self._check(message)})
         except Exception as exc:  # one node's surprise must not stop the others
             self.reply({"id": ident, "error": f"relay: {type(exc).__name__}: {exc}"})
@@ -236,6 +245,7 @@ def main() -> int:
                 message = json.loads(raw)
             except ValueError:
                 continue  # not ours: nothing to answer
+            relay.remember(message)
             threading.Thread(target=relay.handle, args=(message,), daemon=True).start()
     finally:
         relay.stop()

@@ -159,6 +159,7 @@ class _Link:
         self.session: Session | None = None
         self.dead: str | None = None  # why this gateway no longer answers
         self.pending: dict[int, _Waiter] = {}
+        self.introduced: set[str] = set()  # nodes whose reach (host, script) the relay holds
         self.lock = threading.Lock()
         self.send_lock = threading.Lock()  # one request line at a time on the connection
         self.ready = threading.Event()  # set once connected, or known dead
@@ -171,6 +172,15 @@ class _Link:
         self.ready.set()
         for waiter in waiting:
             waiter.settle({"dead": self.dead})
+
+    def first_time(self, node: str) -> bool:
+        """True once per node: its first request carries how to reach it. (A node's requests
+        come one at a time, so the one that carries it is read by the relay first.)"""
+        with self.lock:
+            if node in self.introduced:
+                return False
+            self.introduced.add(node)
+            return True
 
     def send(self, ident: int, message: dict[str, Any]) -> _Waiter:
         waiter = _Waiter()
@@ -240,10 +250,11 @@ class GatewayTransport:
         link = self._link(gateway)
         ident = next(self._ids)
         python = str(node.vars.get("python") or self.python or "python3")
-        waiter = link.send(ident, {
-            "id": ident, "node": node.name, "host": node.vars.get("host") or node.name,
-            "port": node.vars.get("port"), "user": node.vars.get("user"),
-            "script": SshTransport._script(node, python), "request": request, "timeout": timeout})
+        message: dict[str, Any] = {"id": ident, "node": node.name, "request": request, "timeout": timeout}
+        if link.first_time(node.name):  # the relay keeps how to reach a node for the run
+            message.update(host=node.vars.get("host") or node.name, port=node.vars.get("port"),
+                           user=node.vars.get("user"), script=SshTransport._script(node, python))
+        waiter = link.send(ident, message)
         limit = timeout + 2 * self.connect_timeout + ssh_transport.COPY_TIMEOUT_S + ANSWER_MARGIN_S
         if not waiter.done.wait(limit):
             with link.lock:
