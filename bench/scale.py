@@ -24,6 +24,7 @@ import argparse
 import cProfile
 import io
 import json
+import math
 import pstats
 import random
 import resource
@@ -119,6 +120,37 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
             "hanging": len(hanging), "unreachable": len(unreachable)}
 
 
+def gateway_projection(rows: list[dict[str, Any]], costs_file: str, fleet: int = 100_000,
+                       widths: tuple[int, ...] = (16, 64, 256)) -> dict[str, Any]:
+    """The client's CPU for `fleet` nodes through K gateways: the engine's CPU per node measured
+    here (the largest N above) plus the client's CPU per gateway that `bench/fanout/run.py
+    --gateways K --json` measured on real sshds (its `gateway_costs`), against the flat SSH
+    run's CPU per node measured in the same fan-out run. Each gateway holds fleet/K nodes."""
+    fanout = json.loads(Path(costs_file).read_text())
+    per_gateway_ms = (fanout.get("gateway_costs") or {}).get("per_gateway_ms")
+    flat_ms = next((m["tool_cpu_ms_per_host"] for m in fanout.get("methods", [])
+                    if m.get("tool") == "runbook" and m.get("hosts", 0) > 1 and "via" not in m["name"]), None)
+    if per_gateway_ms is None or flat_ms is None:
+        raise SystemExit(f"{costs_file}: no gateway_costs or flat run (run bench/fanout/run.py "
+                         "--gateways K --json, K >= 2)")
+    engine_ms = max(rows, key=lambda r: r["nodes"])["cpu_ms_per_node"]
+    return {"fleet": fleet, "engine_ms_per_node": engine_ms, "per_gateway_ms": round(per_gateway_ms, 1),
+            "flat_ssh_client_cpu_s": round(flat_ms * fleet / 1000, 1),
+            "through_gateways": [{"gateways": k, "nodes_per_gateway": math.ceil(fleet / k),
+                                  "client_cpu_s": round((engine_ms * fleet + per_gateway_ms * k) / 1000, 1),
+                                  "of_which_gateways_s": round(per_gateway_ms * k / 1000, 1)}
+                                 for k in widths]}
+
+
+def print_projection(projection: dict[str, Any]) -> None:
+    print(f"\n{projection['fleet']:,} nodes: flat SSH client CPU {projection['flat_ssh_client_cpu_s']} s; "
+          f"through gateways (engine {projection['engine_ms_per_node']} ms/node, "
+          f"{projection['per_gateway_ms']} ms/gateway):")
+    for row in projection["through_gateways"]:
+        print(f"  {row['gateways']:>4} gateways x {row['nodes_per_gateway']:>6} nodes: client CPU "
+              f"{row['client_cpu_s']} s ({row['of_which_gateways_s']} s of it the gateways')")
+
+
 COLUMNS = [("nodes", "nodes"), ("wall_s", "walk s"), ("cpu_s", "walk CPU s"),
            ("cpu_ms_per_node", "CPU ms/node"), ("report_cpu_s", "report CPU s"), ("json_mb", "JSON MB"),
            ("text_lines", "text lines"), ("peak_mb", "peak MB"), ("concluded", "concluded")]
@@ -132,6 +164,8 @@ def main() -> int:
     parser.add_argument("--hang-share", type=float, default=0.01)
     parser.add_argument("--unreachable-share", type=float, default=0.01)
     parser.add_argument("--forks", type=int, default=256)
+    parser.add_argument("--gateway-costs", metavar="FANOUT_JSON", help="project 100,000 nodes "
+                        "through gateways with the costs `bench/fanout/run.py --gateways K --json` measured")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--profile", action="store_true", help="print the walk's profile on stderr")
     parser.add_argument("--stream", action="store_true",
@@ -139,14 +173,17 @@ def main() -> int:
     args = parser.parse_args()
     library = load_library()
     rows = [measure(n, args, library) for n in args.nodes]
+    projection = gateway_projection(rows, args.gateway_costs) if args.gateway_costs else None
     if args.json:
-        print(json.dumps({"runs": rows}, indent=2))
+        print(json.dumps({"runs": rows, **({"gateways": projection} if projection else {})}, indent=2))
     else:
         print("".join(f"{title:>14}" for _, title in COLUMNS))
         for row in rows:
             print("".join(f"{row[key]:>14}" for key, _ in COLUMNS))
         print(f"goal: 100,000 nodes under 10 s of client CPU (0.1 ms per node); "
               f"{args.hang_share:.0%} hanging, {args.unreachable_share:.0%} unreachable")
+        if projection:
+            print_projection(projection)
     return 0
 
 

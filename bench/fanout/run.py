@@ -2,6 +2,7 @@
 
 Run from the repository root:
     .venv/bin/python bench/fanout/run.py [--hosts 64] [--repeat 3] [--only runbook] [--json] [--keep]
+                                         [--gateways K]
 
 It starts a fake cluster of N OpenSSH hosts on this machine (scenarios/clusters/ssh.py: one sshd per
 host, each in its own PID/mount/UTS namespaces, on 127.0.0.2..., then 127.0.1.1... past 253
@@ -18,7 +19,12 @@ each:
 Besides wall-clock time it reports CPU seconds: the tool's own (with the workers and ssh
 clients it waited for), that per host in ms (the client's cost of one more node), and the whole
 machine's, which on one machine includes the fake hosts' sshd and the commands run on them.
-`--only runbook` (or ansible, pssh; repeatable) times only those; `--json` prints the results
+`--gateways K` (the gateway mode) starts K more hosts as gateways in front of the N, each
+with the cluster's ssh config as its own, and also times runbook on the same N through 1 and
+through K gateways (`--gateways`), against the flat run: wall time, and the client's CPU, whose
+difference between the two gateway runs is what one more gateway costs the client (the
+gateways' relays and ssh clients count in the machine's CPU, not the tool's); it times runbook
+only. `--only runbook` (or ansible, pssh; repeatable) times only those; `--json` prints the results
 as one JSON document on stdout (the progress goes to stderr).
 
 Every run is verified (runbook: exit 0 and every node concluded; Ansible: the recap shows
@@ -188,15 +194,16 @@ def tail(text: str | None, n: int = 600) -> str:
 
 
 def runbook_method(runbook: Path, cluster: Cluster, hosts: int, log: Path, persist: int = 0,
+                   targets: list[str] | None = None, gateways: list[str] | None = None,
                    ) -> Callable[[], Sample]:
-    """`runbook run fanout-5` on `hosts` nodes. persist 0 (this file's runs): no connection is
-    kept for the next run, as Ansible's fresh control directory per run; reuse.py measures
-    the reused ones, with the CPU of their masters, which no rusage counts."""
-    names = cluster.names()[:hosts]
-    nodes = names[0] if hosts == 1 else f"node[01-{hosts:02d}]"
-    argv = [str(runbook), "run", RUNBOOK_ID, "--nodes", nodes, "--forks", str(hosts),
+    """`runbook run fanout-5` on `hosts` nodes (the first of `targets`, default every host),
+    through `gateways` when given. persist 0 (this file's runs): no connection is kept for the
+    next run, as Ansible's fresh control directory per run; reuse.py measures the reused ones,
+    with the CPU of their masters, which no rusage counts."""
+    names = (targets or cluster.names())[:hosts]
+    argv = [str(runbook), "run", RUNBOOK_ID, "--nodes", ",".join(names), "--forks", str(hosts),
             "--set", f"log={log}", "--set", f"logdir={log.parent}", "--format", "json",
-            "--ssh-persist", str(persist)]
+            "--ssh-persist", str(persist), *(["--gateways", ",".join(gateways)] if gateways else [])]
     env = {**cluster.env(), "RUNBOOK_PATH": str(RUNBOOKS)}
 
     def run() -> Sample:
@@ -218,6 +225,25 @@ def runbook_method(runbook: Path, cluster: Cluster, hosts: int, log: Path, persi
 
 
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def give_gateways_ssh_config(cluster: Cluster, gateways: list[str]) -> None:
+    """A gateway reaches its nodes with its own ssh and ~/.ssh: the cluster's client config."""
+    for name in gateways:
+        ssh_dir = cluster.host(name).home / ".ssh"
+        ssh_dir.mkdir(mode=0o700, exist_ok=True)
+        shutil.copy(cluster.ssh_config, ssh_dir / "config")
+
+
+def gateway_costs(methods: list[Method], k: int) -> dict[str, float | None]:
+    """The client's CPU per gateway: what one more gateway costs, from the runs through 1 and
+    through K gateways on the same N nodes (the nodes' share is the same in both)."""
+    if len(methods) < 6 or k < 2:
+        return {"per_gateway_ms": None}
+    one, many = methods[4].median("tool_cpu"), methods[5].median("tool_cpu")
+    if one is None or many is None:
+        return {"per_gateway_ms": None}
+    return {"per_gateway_ms": max(0.0, (many - one) / (k - 1)) * 1000}
 
 
 def ansible_setup(work: Path, cluster: Cluster, python: str, log: Path) -> tuple[list[str], Path]:
@@ -397,10 +423,12 @@ def cpu_line(m: Method) -> tuple[str, bool | None]:
 
 
 def comparisons(methods: list[Method], n: int) -> list[tuple[str, Method, Method, float | None]]:
-    rb1, rbn, ans, pss = methods
-    return [(f"runbook({n}) / runbook(1)", rbn, rb1, TARGET_SCALING),
+    rb1, rbn, ans, pss = methods[:4]
+    rows = [(f"runbook({n}) / runbook(1)", rbn, rb1, TARGET_SCALING),
             (f"runbook({n}) / ansible({n})", rbn, ans, TARGET_VS_ANSIBLE),
             (f"runbook({n}) / pssh({n})", rbn, pss, None)]
+    rows += [(f"runbook({n}) {m.name.split(' ', 3)[-1]} / flat", m, rbn, None) for m in methods[4:]]
+    return rows
 
 
 def report(methods: list[Method], n: int, out: TextIO = sys.stdout) -> None:
@@ -425,6 +453,11 @@ def report(methods: list[Method], n: int, out: TextIO = sys.stdout) -> None:
     for label, num, den, target in comparisons(methods, n):
         print(ratio_line(label, num, den, target)[0], file=out)
     print(cpu_line(methods[1])[0], file=out)
+    if len(methods) > 4:
+        costs = gateway_costs(methods, int(methods[-1].name.rsplit("via ", 1)[-1].split()[0]))
+        if costs["per_gateway_ms"] is not None:
+            print(f"{'client CPU per gateway':<34} {costs['per_gateway_ms']:6.1f}   ms (bench/scale.py "
+                  "--gateway-costs projects 100,000 nodes with it)", file=out)
     for m in methods:
         if m.error:
             print(f"\nFAILED {m.name} ({m.hosts} hosts): {m.error}", file=out)
@@ -447,6 +480,8 @@ def report_json(methods: list[Method], n: int, header: dict[str, Any]) -> dict[s
         ratios.append({"ratio": label, "value": value, "target": target,
                        "met": None if value is None or target is None else value <= target})
     per_host = methods[1].cpu_per_host_ms()
+    if len(methods) > 4:
+        header = {**header, "gateway_costs": gateway_costs(methods, header["gateways"])}
     return {**header, "hosts": n, "methods": [method(m) for m in methods], "ratios": ratios,
             "client_cpu_per_host": {"value_ms": per_host, "target_ms": TARGET_CPU_PER_HOST_MS,
                                     "met": None if per_host is None else per_host <= TARGET_CPU_PER_HOST_MS}}
@@ -479,14 +514,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "reported (default 3)")
     ap.add_argument("--only", action="append", choices=METHODS, metavar="TOOL",
                     help="time only this tool: runbook, ansible or pssh (repeatable; default all)")
+    ap.add_argument("--gateways", type=int, default=0, metavar="K",
+                    help="also time runbook through 1 and through K gateways (--gateways): K more "
+                    "hosts are started in front of the N; the flat runs use the same N")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout "
                     "(progress on stderr)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (cluster "
                     "files, inventory, playbook, log) and print where it is")
     args = ap.parse_args(argv)
-    if not 1 <= args.hosts <= MAX_HOSTS or args.repeat < 1:
-        ap.error(f"--hosts must be 1..{MAX_HOSTS} and --repeat >= 1")
+    if not 1 <= args.hosts + args.gateways <= MAX_HOSTS or args.repeat < 1 or args.gateways < 0:
+        ap.error(f"--hosts plus --gateways must be 1..{MAX_HOSTS}, --repeat >= 1")
     args.only = set(args.only or METHODS)
+    if args.gateways:  # the gateway mode compares runbook through gateways with runbook flat
+        args.only = {"runbook"}
     return args
 
 
@@ -520,12 +560,12 @@ def main(argv: list[str] | None = None) -> int:
                 ansible_version, ansible_error = "ansible-core not installed", str(exc)
         pssh_version = tool_version([pssh, "--version"]) if pssh else "absent"
         header = {"cpus": os.cpu_count(), "python": platform.python_version(), "ansible": ansible_version,
-                  "parallel_ssh": pssh_version, "repeat": args.repeat}
+                  "parallel_ssh": pssh_version, "repeat": args.repeat, "gateways": args.gateways}
         print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}; {ansible_version}; "
               f"parallel-ssh {pssh_version}", file=progress, flush=True)
         t0 = time.monotonic()
         try:
-            cluster = Cluster.start(n, work / "cluster", port=None, python_dir=python_dir)
+            cluster = Cluster.start(n + args.gateways, work / "cluster", port=None, python_dir=python_dir)
         except ClusterError as exc:
             print(f"cannot start the fake cluster: {exc}", file=sys.stderr)
             return 1
@@ -534,11 +574,15 @@ def main(argv: list[str] | None = None) -> int:
               f"method, interleaved; five read-only operations per host", file=progress, flush=True)
         log = write_log(work)
         wanted = args.only
+        gateways, targets = cluster.names()[:args.gateways], cluster.names()[args.gateways:]
+        give_gateways_ssh_config(cluster, gateways)
         methods = [
             Method(f"runbook run {RUNBOOK_ID}", 1,
-                   runbook_method(runbook, cluster, 1, log) if "runbook" in wanted else None, key="runbook"),
+                   runbook_method(runbook, cluster, 1, log, targets=targets) if "runbook" in wanted
+                   else None, key="runbook"),
             Method(f"runbook run {RUNBOOK_ID}", n,
-                   runbook_method(runbook, cluster, n, log) if "runbook" in wanted else None, key="runbook"),
+                   runbook_method(runbook, cluster, n, log, targets=targets) if "runbook" in wanted
+                   else None, key="runbook"),
             Method("ansible-playbook (5 shell tasks)", n,
                    None if ansible_error or "ansible" not in wanted
                    else ansible_method(work, cluster, python, log, n), key="ansible"),
@@ -546,9 +590,15 @@ def main(argv: list[str] | None = None) -> int:
                    pssh_method(pssh, work, cluster, log, n) if pssh and "pssh" in wanted else None,
                    skipped=pssh_skip if "pssh" in wanted else None, key="pssh"),
         ]
+        for k in sorted({1, args.gateways}) if args.gateways else ():
+            methods.append(Method(f"runbook run {RUNBOOK_ID} via {k} gateway{'s' if k > 1 else ''}", n,
+                                  runbook_method(runbook, cluster, n, log, targets=targets,
+                                                 gateways=gateways[:k]) if "runbook" in wanted else None,
+                                  key="runbook"))
         if ansible_error:
             methods[2].error = f"cannot set up Ansible: {ansible_error}"
-        warm_up(methods[1], progress)
+        for m in methods[1:2] + methods[4:]:
+            warm_up(m, progress)
         for i in range(args.repeat):
             for m in methods:
                 if m.run is None or m.error or m.skipped:

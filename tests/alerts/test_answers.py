@@ -121,10 +121,11 @@ def test_serve_refuses_to_start_with_one_line(tmp_path: Path, capsys, monkeypatc
 def test_an_alerts_run_is_runbook_run_with_its_nodes_or_its_slurm_job() -> None:
     serve = argparse.Namespace(inventory="inv.yaml", group=None, executor=None, ray_address=None, python=None,
                                connect_timeout=5.0, accept_new_host_keys=False, forks=8, lang="zh",
-                               timeout=60.0, audit_log=None)
+                               timeout=60.0, audit_log=None, gateways="gw[1-2]", gateway_fanout=64)
     args = run_args(serve, RunRequest("nan-loss", ["gpu01"], None, {"log": "-x=1 y"}, "read-only"))
     assert (args.id, args.nodes, args.slurm_job, args.sets) == ("nan-loss", "gpu01", None, ["log=-x=1 y"])
     assert (args.inventory, args.format, args.lang, args.timeout) == ("inv.yaml", "json", "zh", 60.0)
+    assert args.gateways == "gw[1-2]"  # the receiver's gateways carry its runs
     assert not args.apply  # what fixes run is the receiver's policy, never an option
     on_job = run_args(serve, RunRequest("training-hang", [], "4242", {}, "none"))
     assert (on_job.nodes, on_job.slurm_job) == (None, "4242")

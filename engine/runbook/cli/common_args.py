@@ -62,5 +62,11 @@ def add_reach_args(where: argparse._ActionsContainer) -> None:
                        "next run to reuse (default 60; 0: off; `runbook ssh-masters --stop` ends them)")
     where.add_argument("--accept-new-host-keys", action="store_true",
                        help="accept SSH host keys missing from known_hosts (default: refuse)")
+    where.add_argument("--gateways", metavar="NODESET", help="reach the SSH nodes through these "
+                       "gateways (gw[1-4], or an --inventory group): one connection per gateway, "
+                       "each gateway's ssh fans out to its share of the nodes (contiguous blocks, or "
+                       "a node's inventory `gateway:`)")
+    where.add_argument("--gateway-fanout", type=positive_int, default=64, metavar="N",
+                       help="SSH handshakes under way at once on each gateway (default 64)")
     where.add_argument("--forks", type=int, default=256,
                        help="checks run at once across nodes (default 256)")

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import math
 import socket
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from runbook.transports import Node, NodeTransports
@@ -53,6 +55,13 @@ def nodes_from_args(args: argparse.Namespace) -> list[Node]:
     `--slurm-job` that does not run."""
     from runbook.run.nodes import build_nodes, expand
 
+    if getattr(args, "gateways", None):
+        other = next((flag for flag, on in (("--slurm-nodes", getattr(args, "slurm_nodes", None)),
+                                            ("--slurm-job", getattr(args, "slurm_job", None)),
+                                            ("--executor " + str(args.executor),
+                                             args.executor in ("ray", "local"))) if on), None)
+        if other:
+            raise ValueError(f"--gateways reaches nodes over SSH: it does not go with {other}")
     if getattr(args, "slurm_nodes", None):
         return _allocated_nodes(args)
     job = slurm_job(args)
@@ -73,7 +82,32 @@ def nodes_from_args(args: argparse.Namespace) -> list[Node]:
         return found
     if not args.nodes and not args.inventory:
         return [Node(socket.gethostname(), "local")]
-    return build_nodes(args.nodes, args.inventory, args.group, args.executor)
+    nodes = build_nodes(args.nodes, args.inventory, args.group, args.executor)
+    if getattr(args, "gateways", None):
+        from runbook.transports.gateway import assign
+
+        assign(nodes, list(gateways_from_args(args)))
+    return nodes
+
+
+def gateways_from_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """--gateways: an --inventory group (its hosts and their vars), or a node set; name -> vars."""
+    from runbook.run.nodes import NodeSpecError, expand, load_inventory
+
+    if getattr(args, "_gateways", None) is None:
+        found: dict[str, dict[str, Any]] | None = None
+        if args.inventory:
+            with contextlib.suppress(NodeSpecError):  # not one of its groups: a node set
+                found = load_inventory(Path(args.inventory), args.gateways)
+        if found is None:
+            try:
+                found = {name: {} for name in expand(args.gateways)}
+            except NodeSpecError as exc:
+                raise NodeSpecError(str(exc).replace("--nodes", "--gateways", 1)) from None
+        if not found:
+            raise NodeSpecError(f"--gateways {args.gateways!r}: names no gateway")
+        args._gateways = found
+    return args._gateways  # type: ignore[no-any-return]
 
 
 def transports_from_args(args: argparse.Namespace) -> NodeTransports:
@@ -84,6 +118,9 @@ def transports_from_args(args: argparse.Namespace) -> NodeTransports:
              "persist": getattr(args, "ssh_persist", 60.0)},
         ray={"address": args.ray_address, "python": args.python},
         slurm={"python": args.python})
+    if getattr(args, "gateways", None):
+        options["gateway"] = {**options["ssh"], "gateways": gateways_from_args(args),
+                              "fanout": getattr(args, "gateway_fanout", 64)}
     owner = getattr(args, "_slurm_allocation", None)
     if owner is not None:
         return _ReleasingTransports(owner, **options)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 TRANSPORTS: dict[str, str] = {
     "local": "runbook.transports.local:LocalTransport",
     "ssh": "runbook.transports.ssh:SshTransport",
+    "gateway": "runbook.transports.gateway:GatewayTransport",  # ssh through --gateways
     "ray": "runbook.transports.ray_cluster:RayTransport",
     "slurm": "runbook.transports.slurm:SlurmTransport",
 }

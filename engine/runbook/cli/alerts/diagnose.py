@@ -8,7 +8,7 @@ from typing import Any
 
 # The options of `alerts serve` that mean the same for each run as for `runbook run`.
 SHARED = ("inventory", "group", "executor", "ray_address", "python", "connect_timeout",
-          "accept_new_host_keys", "forks", "lang", "timeout", "audit_log")
+          "accept_new_host_keys", "forks", "lang", "timeout", "audit_log", "gateways", "gateway_fanout")
 
 
 def run_args(serve: argparse.Namespace, request: Any) -> argparse.Namespace:
