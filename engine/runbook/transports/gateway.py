@@ -37,7 +37,6 @@ import io
 import itertools
 import json
 import math
-import shlex
 import threading
 import time
 import zipfile
@@ -50,7 +49,7 @@ from runbook.transports import ssh as ssh_transport
 from runbook.transports._session import Session
 from runbook.transports.bundle import bundle_bytes
 from runbook.transports.local import parse_answer
-from runbook.transports.ssh import REMOTE_DIR, ProbeFailure, SshError, SshTransport
+from runbook.transports.ssh import ProbeFailure, SshError, SshTransport
 
 DEFAULT_FANOUT = 64  # handshakes under way at once on one gateway
 READ_WAIT_S = 3600.0  # a relay's reader wakes this often when nothing is asked
@@ -90,31 +89,11 @@ def relay_name() -> str:
 class _RelaySsh(SshTransport):
     """The SSH transport's connection to a gateway, whose payload is the relay, not the probe."""
 
-    @staticmethod
-    def _script(node: Node, python: str) -> str:
-        py, path, size = shlex.quote(python), f"{REMOTE_DIR}/{relay_name()}", len(relay_bytes())
-        copy = (f't="$f.$$"; mkdir -p "{REMOTE_DIR}" && head -c {size} > "$t" '
-                f'&& [ "$(wc -c < "$t")" -eq {size} ] && mv "$t" "$f" '
-                f'|| {{ rm -f "$t"; exit {ssh_transport._COPY_FAILED_EXIT}; }}; echo copied')
-        return (f'echo "$$"; command -v {py} >/dev/null 2>&1 || exit {ssh_transport._NO_PYTHON_EXIT}; '
-                f'f="{path}"; if [ -f "$f" ]; then echo present; else echo absent; {copy}; fi; '
-                f'exec {py} "$f"')
+    PAYLOAD_ARGS = ""
 
-    def _handshake(self, node: Node, session: Session) -> None:
-        first = ssh_transport._expect(session, session.started + self.connect_timeout,
-                                      lambda x: x.isdigit())
-        if first is None:
-            raise self._failure("connect", node, session)
-        session.pid = int(first)
-        state = ssh_transport._expect(session, time.monotonic() + self.connect_timeout,
-                                      lambda x: x in (b"present", b"absent"))
-        if state == b"absent":
-            session.send(relay_bytes())
-            if ssh_transport._expect(session, time.monotonic() + ssh_transport.COPY_TIMEOUT_S,
-                                     lambda x: x == b"copied") is None:
-                raise self._failure("copy", node, session)
-        elif state is None:
-            raise self._failure("start", node, session)
+    @staticmethod
+    def _payload() -> tuple[str, bytes]:
+        return relay_name(), relay_bytes()
 
     def open(self, gateway: Node) -> Session:
         """The gateway's session, its relay started (raises SshError or ProbeFailure)."""

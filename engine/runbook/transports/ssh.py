@@ -352,7 +352,7 @@ class SshTransport:
         state = _expect(session, time.monotonic() + self.connect_timeout,
                         lambda x: x in (b"present", b"absent"))
         if state == b"absent":
-            session.send(bundle_bytes())
+            session.send(self._payload()[1])
             if _expect(session, time.monotonic() + COPY_TIMEOUT_S, lambda x: x == b"copied") is None:
                 raise self._failure("copy", node, session)
         elif state is None:
@@ -377,23 +377,34 @@ class SshTransport:
     def _python(self, node: Node) -> str:
         return str(node.vars.get("python") or self.python or "python3")
 
+    # What the session runs on the node: the probe bundle, served. The gateway transport
+    # (gateway.py) runs its relay instead through the same script and handshake.
+    PAYLOAD_ARGS = "--serve --stop-at-eof"
+
     @staticmethod
-    def _script(node: Node, python: str) -> str:
-        """The remote command: Python check, PID and bundle check (and copy), then the probe."""
+    def _payload() -> tuple[str, bytes]:
+        """The zipapp the node runs: its name under REMOTE_DIR and its bytes."""
+        return bundle_name(), bundle_bytes()
+
+    @classmethod
+    def _script(cls, node: Node, python: str) -> str:
+        """The remote command: Python check, PID and payload check (and copy), then the payload."""
         exports = "".join(f"export {k}={shlex.quote(str(v))}; "
                           for k, v in (node.vars.get("env") or {}).items() if _ENV_NAME.match(k))
-        py, path = shlex.quote(python), f"{REMOTE_DIR}/{bundle_name()}"
+        name, payload = cls._payload()
+        py, path = shlex.quote(python), f"{REMOTE_DIR}/{name}"
         # The size is checked: input that ends early (a Ctrl-C, a dropped link) leaves no
         # truncated bundle under the name of a complete one.
-        size = len(bundle_bytes())
+        size = len(payload)
         copy = (f't="$f.$$"; mkdir -p "{REMOTE_DIR}" && head -c {size} > "$t" '
                 f'&& [ "$(wc -c < "$t")" -eq {size} ] && mv "$t" "$f" '
                 f'|| {{ rm -f "$t"; exit {_COPY_FAILED_EXIT}; }}; echo copied')
         # The PID and the bundle's state in one write: one packet, and one wake-up here.
+        args = f" {cls.PAYLOAD_ARGS}" if cls.PAYLOAD_ARGS else ""
         return (f'{exports}command -v {py} >/dev/null 2>&1 || {{ echo "$$"; exit {_NO_PYTHON_EXIT}; }}; '
                 f'f="{path}"; if [ -f "$f" ]; then printf "%s\\npresent\\n" "$$"; '
                 f'else printf "%s\\nabsent\\n" "$$"; {copy}; fi; '
-                f'exec {py} "$f" --serve --stop-at-eof')
+                f'exec {py} "$f"{args}')
 
     # -- checks --
 
