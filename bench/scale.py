@@ -58,11 +58,14 @@ CANNED: dict[str, dict[str, Any]] = {
 
 
 class SimulatedTransport:
-    """Canned answers after a latency; some nodes hang on every check, some cannot be reached."""
+    """Canned answers after a latency; some nodes hang on every check, some cannot be reached.
+    Each answer is parsed from JSON text, as a real transport's is: every node's result is its
+    own objects (sharing them would flatter the engine's memory)."""
 
     def __init__(self, latency_s: float, jitter_s: float, hanging: set[str], unreachable: set[str]) -> None:
         self.latency_s, self.jitter_s = latency_s, jitter_s
         self.hanging, self.unreachable = hanging, unreachable
+        self.texts = {step: json.dumps({"timed_out": False, **answer}) for step, answer in CANNED.items()}
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         time.sleep(self.latency_s + random.random() * self.jitter_s)
@@ -70,7 +73,7 @@ class SimulatedTransport:
             return ProbeAnswer("unreachable", error="connection refused (simulated)")
         if node.name in self.hanging:
             return ProbeAnswer("ok", {"timed_out": True, "reason": "simulated hang"})
-        return ProbeAnswer("ok", {"timed_out": False, **CANNED.get(request["step"], {})})
+        return ProbeAnswer("ok", json.loads(self.texts.get(request["step"], '{"timed_out": false}')))
 
     def close(self) -> None:
         pass
