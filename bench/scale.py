@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/scale.py [--nodes 1000 10000] [--latency-ms 5] [--jitter-ms 5]
                                     [--hang-share 0.01] [--unreachable-share 0.01] [--json]
-                                    [--profile] [--stream]
+                                    [--profile] [--stream] [--batching]
 
 Every node walks `training-hang` on canned answers (a stalled job whose stacks and flight
 records say nothing, so each node goes through every analysed step: the longest path). The
@@ -30,6 +30,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,9 @@ class SimulatedTransport:
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         time.sleep(self.latency_s + random.random() * self.jitter_s)
+        return self._answer(node, request)
+
+    def _answer(self, node: Node, request: dict[str, Any]) -> ProbeAnswer:
         if node.name in self.unreachable:
             return ProbeAnswer("unreachable", error="connection refused (simulated)")
         if node.name in self.hanging:
@@ -79,13 +83,31 @@ class SimulatedTransport:
         pass
 
 
+class BatchingTransport(SimulatedTransport):
+    """The same nodes and answers, but each group of nodes asked at once is answered by the
+    transport itself (`run_many`), as a multiplexed transport would: no thread per node, each
+    answer yielded when its latency and jitter have passed."""
+
+    def run_many(self, nodes: list[Node], request: dict[str, Any],
+                 timeout: float) -> Iterator[tuple[int, ProbeAnswer]]:
+        start = time.monotonic()
+        due = sorted((self.latency_s + random.random() * self.jitter_s, i) for i in range(len(nodes)))
+        for after, i in due:
+            wait = start + after - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            yield i, self._answer(nodes[i], request)
+
+
+
 def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     profile = cProfile.Profile() if args.profile else None
     names = [f"gpu{i:06d}" for i in range(n)]
     rng = random.Random(n)
     hanging = set(rng.sample(names, int(n * args.hang_share)))
     unreachable = set(rng.sample(sorted(set(names) - hanging), int(n * args.unreachable_share)))
-    transport = SimulatedTransport(args.latency_ms / 1000, args.jitter_ms / 1000, hanging, unreachable)
+    kind = BatchingTransport if args.batching else SimulatedTransport
+    transport = kind(args.latency_ms / 1000, args.jitter_ms / 1000, hanging, unreachable)
     params = {"log": "/var/log/train.log"}
     runbook = library.get("training-hang")
     lines = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) if args.stream else None  # noqa: SIM115
@@ -137,6 +159,8 @@ def main() -> int:
     parser.add_argument("--forks", type=int, default=256)
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--profile", action="store_true", help="print the walk's profile on stderr")
+    parser.add_argument("--batching", action="store_true",
+                        help="the transport answers each group itself (run_many), no thread per node")
     parser.add_argument("--stream", action="store_true",
                         help="the streamed report (--format jsonl) instead of the JSON document and text")
     args = parser.parse_args()

@@ -18,6 +18,7 @@ with the same; only the node's own fields (name, path, durations) are written pe
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -105,11 +106,17 @@ class JsonLinesReporter(SilentReporter):
             pieces.append(',"conclusion":' + texts.get(key, outcome.conclusion, conclusion))
         steps = []
         for item, evidence in zip(entry["evidence"], outcome.evidence, strict=True):
+            # `decided_by` apart: where a condition reads the node, it holds this node's own values.
             key = (item["step"], item["check"], id(evidence.result), item["goto"], item["when"],
-                   id(evidence.decided_by), tuple(evidence.notes))
-            rest = {k: v for k, v in item.items() if k != "duration_s"}
-            text = texts.get(key, (evidence.result, evidence.decided_by), rest)
-            steps.append(f'{{"duration_s":{json.dumps(item["duration_s"])},{text[1:]}')
+                   tuple(evidence.notes))
+            rest = {k: v for k, v in item.items() if k not in ("duration_s", "decided_by")}
+            text = texts.get(key, evidence.result, rest)
+            decided = texts.get(("decided_by", id(evidence.decided_by)), evidence.decided_by,
+                                evidence.decided_by)
+            duration = item["duration_s"]  # a rounded float: JSON writes it as repr does
+            duration = (repr(duration) if type(duration) is float and math.isfinite(duration)
+                        else json.dumps(duration))
+            steps.append(f'{{"duration_s":{duration},"decided_by":{decided},{text[1:]}')
         pieces.append(',"evidence":[' + ",".join(steps) + "]}")
         return "".join(pieces)
 

@@ -220,6 +220,9 @@ class Walk:
         self._renderings: dict[Any, Any] = {}
         self._runbook_params: dict[str, dict[str, Any]] = {}
         self._by_node: dict[tuple[str, str], tuple[int, ...]] = {}
+        # Per (conclusion, history, parameters): its fixes, verify checks and finding, rendered.
+        self._concluded: dict[tuple[int, int, int], tuple[Any, ...]] = {}
+        self._conclusion_by_node: dict[tuple[str, str], bool] = {}
 
     # -- the loop --
 
@@ -532,14 +535,44 @@ class Walk:
         if conclusion is not None:
             outcome.status, outcome.conclusion, outcome.conclusion_runbook = (
                 CONCLUDED, conclusion, runbook)
-            variables = self._variables(outcome, runbook)
-            outcome.fix_commands = self._render_fixes(runbook, conclusion, variables)
-            outcome.fix_verifies = self._render_verifies(runbook, conclusion, variables)
-            outcome.finding = self._render_finding(runbook, conclusion, variables)
+            self._conclude(outcome, runbook, conclusion)
             self._done(outcome)
         elif len(outcome.path) >= self.options.max_steps:
             self._fail(outcome, ERROR, f"walked {len(outcome.path)} steps without a conclusion "
                        "(a loop in the tree?)")
+
+    def _conclude(self, outcome: NodeOutcome, runbook: Runbook, conclusion: Conclusion) -> None:
+        """The conclusion's fix commands, verify checks and finding rendered for this node: once
+        per history and parameters where none of them reads the node itself."""
+        variables = self._variables(outcome, runbook)
+        key = (id(conclusion), id(outcome.lineage), id(variables["params"]))
+        by_node = self._conclusion_reads_node(runbook, conclusion)
+        known = None if by_node else self._concluded.get(key)
+        if known is None:
+            fixes = self._render_fixes(runbook, conclusion, variables)
+            verifies = self._render_verifies(runbook, conclusion, variables)
+            finding = self._render_finding(runbook, conclusion, variables)
+            if not by_node and len(self._concluded) < MEMO_CAP:
+                held = (conclusion, outcome.lineage, variables["params"])  # their ids stay theirs
+                self._concluded[key] = (held, fixes, verifies, finding)
+        else:
+            _, fixes, shared, finding = known
+            verifies = [None if v is None else {**v, "with": _own_copy(v["with"]), "node": variables["node"]}
+                        for v in shared]
+        outcome.fix_commands, outcome.fix_verifies, outcome.finding = fixes, verifies, finding
+
+    def _conclusion_reads_node(self, runbook: Runbook, conclusion: Conclusion) -> bool:
+        where = (runbook.id, conclusion.id)
+        known = self._conclusion_by_node.get(where)
+        if known is None:
+            compiled = self.library.by_id[runbook.id].compiled
+            templates = [compiled.findings.get(conclusion.id)]
+            for i in range(len(conclusion.fixes)):
+                templates += [compiled.fix_runs.get((conclusion.id, i)),
+                              compiled.fix_verify_with.get((conclusion.id, i))]
+            known = self._conclusion_by_node[where] = any(
+                _reads_node(self._inputs_of(t)) for t in templates if t)
+        return known
 
     def _render_finding(self, runbook: Runbook, conclusion: Conclusion,
                         variables: dict[str, Any]) -> dict[str, str]:
@@ -591,17 +624,20 @@ class Walk:
     def _render_once(self, template: Any, variables: dict[str, Any], render: Callable[[], Any]) -> Any:
         """`render()`, or what it gave for a node whose variables `template` reads are the same
         (a conclusion's finding and fixes, for the thousands of nodes that reach it alike)."""
-        inputs = self._template_inputs.get(id(template))
-        if inputs is None:
-            inputs = self._template_inputs[id(template)] = (
-                template.inputs if hasattr(template, "inputs") else expr.value_inputs(template))
-        key = (id(template), expr_inputs.input_key(inputs, variables))
+        key = (id(template), expr_inputs.input_key(self._inputs_of(template), variables))
         if key in self._renderings:
             return self._renderings[key]
         rendered = render()
         if len(self._renderings) < MEMO_CAP:
             self._renderings[key] = rendered
         return rendered
+
+    def _inputs_of(self, template: Any) -> tuple[expr_inputs.Path, ...]:
+        inputs = self._template_inputs.get(id(template))
+        if inputs is None:
+            inputs = self._template_inputs[id(template)] = (
+                template.inputs if hasattr(template, "inputs") else expr.value_inputs(template))
+        return inputs
 
     def _locate(self, outcome: NodeOutcome) -> tuple[Runbook, Step, Compiled]:
         loaded = self.library.by_id[outcome.runbook_id]
@@ -676,27 +712,45 @@ def _evaluate(expression: expr.Expression, variables: dict[str, Any]) -> tuple[b
         return False, str(exc)
 
 
+_PER_NODE = object()  # a value of `decided_by` read on each node (its path starts at `node`)
+_NOT_READ = object()  # a path whose value is no evidence (missing, or empty)
+Reads = tuple[tuple[int, tuple[tuple[str, Any], ...]], ...]
+
+
 def _reads_of(branch: int | None, step: Step, compiled: Compiled, variables: dict[str, Any],
-              by_node: tuple[int, ...]) -> tuple[tuple[int, dict[str, Any] | None], ...] | None:
+              by_node: tuple[int, ...]) -> Reads | None:
     """How `_choose` made `decided_by` (the matched branch's values, or every branch's when the
-    default was taken), as branches with their values shared where they do not read the node;
-    None when none of them reads it (`decided_by` is then the same for every node)."""
+    default was taken): each branch's paths in order, with the value every node of the decision
+    reads, or _PER_NODE for a path from `node`. None when no path is from `node` (`decided_by`
+    is then the same for every node)."""
     if branch is None and variables["result"].get("timed_out"):
         return None  # a hang no branch handles: nothing was read into evidence
     chosen = (branch,) if branch is not None else tuple(range(len(step.branches)))
     if not any(i in by_node for i in chosen):
         return None
-    return tuple((i, None if i in by_node else _read_values(compiled.when[(step.id, i)], variables))
-                 for i in chosen)
+    reads = []
+    for i in chosen:
+        expression = compiled.when[(step.id, i)]
+        reads.append((i, tuple(
+            (path, _PER_NODE if _from_node(path) else _read_one(expression, path, variables))
+            for path in expression.reads)))
+    return tuple(reads)
 
 
-def _values_read(reads: tuple[tuple[int, dict[str, Any] | None], ...], step: Step, compiled: Compiled,
-                 variables: dict[str, Any]) -> dict[str, Any]:
+def _values_read(reads: Reads, step: Step, compiled: Compiled, variables: dict[str, Any]) -> dict[str, Any]:
     """`decided_by` as `_choose` makes it, from the shared values and this node's own."""
     values: dict[str, Any] = {}
-    for i, shared in reads:
-        values.update(shared if shared is not None else _read_values(compiled.when[(step.id, i)], variables))
+    for i, paths in reads:
+        for path, value in paths:
+            if value is _PER_NODE:
+                value = _read_one(compiled.when[(step.id, i)], path, variables)
+            if value is not _NOT_READ:
+                values[path] = value
     return values
+
+
+def _from_node(path: str) -> bool:
+    return path == "node" or path.startswith(("node.", "node[", "node |"))
 
 
 def _canonical(value: Any) -> str:
@@ -708,15 +762,45 @@ def _canonical(value: Any) -> str:
 def _read_values(expression: expr.Expression, variables: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for path in expression.reads:
-        try:
-            value = expression.read(path, variables)
-        except Exception:
-            continue
-        if expr.truthy(value) or value in (0, False, "", 0.0):
-            values[path] = value if not isinstance(value, (dict, list)) else _short(value)
+        value = _read_one(expression, path, variables)
+        if value is not _NOT_READ:
+            values[path] = value
     return values
 
 
+def _read_one(expression: expr.Expression, path: str, variables: dict[str, Any]) -> Any:
+    """The value at one of the paths an expression reads, as evidence; _NOT_READ when missing or
+    empty (an empty value says nothing, unless it is a zero or false that decided)."""
+    try:
+        value = expression.read(path, variables)
+    except Exception:
+        return _NOT_READ
+    if expr.truthy(value) or value in (0, False, "", 0.0):
+        return value if not isinstance(value, (dict, list)) else _short(value)
+    return _NOT_READ
+
+
 def _short(value: Any) -> Any:
-    text = repr(value)
+    text = _repr_upto(value, 121)
     return value if len(text) <= 120 else text[:117] + "..."
+
+
+def _repr_upto(value: Any, limit: int) -> str:
+    """`repr(value)`, or a prefix of it at least `limit` long: a condition reading `cluster` keeps
+    its first characters as evidence on every node, which must not cost the whole cluster's text."""
+    if type(value) is list:
+        opening, closing, items = "[", "]", value
+    elif type(value) is dict:
+        opening, closing, items = "{", "}", value.items()
+    else:
+        return repr(value)
+    parts, length = [opening], 1
+    for n, item in enumerate(items):
+        if length > limit:
+            return "".join(parts)
+        text = (f"{_repr_upto(item[0], limit)}: {_repr_upto(item[1], limit)}" if opening == "{"
+                else _repr_upto(item, limit))
+        parts.append((", " if n else "") + text)
+        length += len(parts[-1])
+    parts.append(closing)
+    return "".join(parts)
