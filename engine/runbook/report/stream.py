@@ -96,8 +96,11 @@ class JsonLinesReporter(SilentReporter):
     def _entry_text(self, entry: dict[str, Any], outcome: Any, texts: _Texts) -> str:
         """The entry as JSON text (redacted): what `dumps(redactor.data(entry))` gives, with the
         evidence steps and the conclusion taken from the texts of earlier nodes with the same."""
-        own = {k: v for k, v in entry.items() if k not in ("conclusion", "evidence")}
+        own = {k: v for k, v in entry.items() if k not in ("conclusion", "evidence", "job_findings")}
         pieces = [dumps(self._redactor.data(own))[:-2]]  # without the closing brace and newline
+        if "job_findings" in entry:  # the same for every node with the same history (`jobs`)
+            key = ("job_findings", id(outcome.jobs))
+            pieces.append(',"job_findings":' + texts.get(key, outcome.jobs, entry["job_findings"]))
         conclusion = entry.get("conclusion")
         if conclusion is None:
             pieces.append(',"conclusion":null')
