@@ -8,13 +8,16 @@ Every node walks `training-hang` on canned answers (a stalled job whose stacks a
 records say nothing, so each node goes through every analysed step: the longest path). The
 transport answers after `latency` plus up to `jitter` milliseconds; a share of nodes answers
 every check with a timeout (a hang is a finding) and a share is unreachable. It prints wall
-time, the client's CPU time, peak memory, and both per node, so growth faster than linear shows
+time, the client's CPU time, peak memory, and both per node (and the CPU of the walk's own
+thread per node: the engine without the transport's threads), so growth faster than linear shows
 as a per-node cost that climbs with N; then the time to build the report (JSON document, the
 grouped text report) from the outcomes, and the size of each. `--profile` runs the walk under
 cProfile and prints where its time goes (slower: the figures are for reading, not comparing).
 With --stream the report is the streamed one (`--format jsonl`): each node's line is written as
 it finishes (its CPU counts in the walk's) and its evidence dropped; "report CPU s" is then the
-fixes and summary lines after the walk. Peak memory is the process's: measure one size per
+fixes and summary lines after the walk. With --batching the transport answers each group of
+nodes itself (`run_many`, as a multiplexed transport would) instead of node by node from the
+engine's threads. Peak memory is the process's: measure one size per
 process to compare.
 """
 
@@ -117,9 +120,9 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
         streamed.start(runbook, params, "2026-01-01T00:00:00Z")
     walk = Walk(library, runbook, [Node(x, "local") for x in names], transport, params,
                 WalkOptions(forks=args.forks, deadline_s=3600), [streamed] if streamed else [])
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
     outcomes = walk.run() if profile is None else profile.runcall(walk.run)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu, own = time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - own
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats("runbook|concurrent", 25)
@@ -139,13 +142,15 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"nodes": n, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "wall_ms_per_node": round(1000 * wall / n, 3), "cpu_ms_per_node": round(1000 * cpu / n, 3),
+            "walk_thread_ms_per_node": round(1000 * own / n, 3),
             "report_cpu_s": round(report_cpu, 2), "json_mb": round(json_bytes / 1e6, 1),
             "text_lines": text.count("\n"), "peak_mb": round(peak_mb, 1), "concluded": concluded,
             "hanging": len(hanging), "unreachable": len(unreachable)}
 
 
 COLUMNS = [("nodes", "nodes"), ("wall_s", "walk s"), ("cpu_s", "walk CPU s"),
-           ("cpu_ms_per_node", "CPU ms/node"), ("report_cpu_s", "report CPU s"), ("json_mb", "JSON MB"),
+           ("cpu_ms_per_node", "CPU ms/node"), ("walk_thread_ms_per_node", "walk thr ms/n"),
+           ("report_cpu_s", "report CPU s"), ("json_mb", "JSON MB"),
            ("text_lines", "text lines"), ("peak_mb", "peak MB"), ("concluded", "concluded")]
 
 
