@@ -45,6 +45,9 @@ class JsonLinesReporter(SilentReporter):
         self._out: TextIO | None = None
         self._redactor: Any = None
         self._texts: _Texts | None = None
+        # `decided_by` apart: where a condition reads the node, each node has its own, and those
+        # must not push the shared evidence texts out.
+        self._decided: _Texts | None = None
         self.written = 0
 
     def stream_to(self, output: str | None, slim: bool = True) -> None:
@@ -57,7 +60,7 @@ class JsonLinesReporter(SilentReporter):
         from runbook.run.redact import Redactor
 
         self._redactor = Redactor.for_params(params)
-        self._texts = _Texts(self._redactor)
+        self._texts, self._decided = _Texts(self._redactor), _Texts(self._redactor)
         self._out = open(self.output, "w", encoding="utf-8") if self.output else sys.stdout  # noqa: SIM115
         self._write({"type": "header", "schema": SCHEMA, "report_schema": REPORT_SCHEMA,
                      "runbook": {"id": runbook.id, "version": runbook.version, "digest": runbook.digest,
@@ -65,12 +68,13 @@ class JsonLinesReporter(SilentReporter):
                      "started_at": started_at, "lang": self.lang, "params": params})
 
     def on_node_done(self, outcome: Any) -> None:
-        if self._out is None or self._texts is None:  # not started (a caller that only walks)
+        if self._out is None or self._texts is None or self._decided is None:  # not started
             return
         from runbook.report.build import node_entry
 
         entry = node_entry(outcome, self.lang)
-        self._out.write(f'{{"type":"node","entry":{self._entry_text(entry, outcome, self._texts)}}}\n')
+        text = self._entry_text(entry, outcome, self._texts, self._decided)
+        self._out.write(f'{{"type":"node","entry":{text}}}\n')
         self._out.flush()
         self.written += 1
         if self.slim:
@@ -93,7 +97,7 @@ class JsonLinesReporter(SilentReporter):
             print(f"runbook: report written to {self.output}", file=sys.stderr)
         self._out = None
 
-    def _entry_text(self, entry: dict[str, Any], outcome: Any, texts: _Texts) -> str:
+    def _entry_text(self, entry: dict[str, Any], outcome: Any, texts: _Texts, decided_texts: _Texts) -> str:
         """The entry as JSON text (redacted): what `dumps(redactor.data(entry))` gives, with the
         evidence steps and the conclusion taken from the texts of earlier nodes with the same."""
         own = {k: v for k, v in entry.items() if k not in ("conclusion", "evidence", "job_findings")}
@@ -114,8 +118,7 @@ class JsonLinesReporter(SilentReporter):
                    tuple(evidence.notes))
             rest = {k: v for k, v in item.items() if k not in ("duration_s", "decided_by")}
             text = texts.get(key, evidence.result, rest)
-            decided = texts.get(("decided_by", id(evidence.decided_by)), evidence.decided_by,
-                                evidence.decided_by)
+            decided = decided_texts.get(id(evidence.decided_by), evidence.decided_by, evidence.decided_by)
             duration = item["duration_s"]  # a rounded float: JSON writes it as repr does
             duration = (repr(duration) if type(duration) is float and math.isfinite(duration)
                         else json.dumps(duration))
