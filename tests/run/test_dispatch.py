@@ -8,6 +8,8 @@ from pathlib import Path
 from queue import SimpleQueue
 from typing import Any
 
+import pytest
+
 from runbook.run.dispatch import CheckPool
 from runbook.run.walk import CONCLUDED, ERROR, Walk, WalkOptions
 from runbook.testing.runner import ReplayTransport
@@ -127,3 +129,47 @@ def test_nodes_with_their_own_parameters_never_share_a_decision(tmp_path: Path) 
         n: "straggler" for n in results if n != "n3"}
     assert outcomes["n3"].conclusion.id == "fine"
     assert outcomes["n3"].evidence[0].decided_by["params.limit"] == 1000
+
+
+GROUPS: list[list[str]] = []  # the groups Grouped was asked, in this module as imported by name
+
+
+class Grouped:
+    """A transport made by name (as `--executor` makes one) that answers whole groups."""
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
+        raise AssertionError("a batching transport is asked in batches")
+
+    def run_many(self, nodes: list[Node], request: dict[str, Any],
+                 timeout: float) -> Iterator[tuple[int, ProbeAnswer]]:
+        GROUPS.append([node.name for node in nodes])
+        for i in range(len(nodes)):
+            yield i, ProbeAnswer("ok", {"age_s": 1})
+
+    def close(self) -> None:
+        pass
+
+
+def test_node_transports_hand_a_group_to_its_batching_transport(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through NodeTransports (what `runbook run` walks over), the nodes of one batching transport
+    are sent as one group; nodes of another transport are asked node by node beside them."""
+    import importlib
+
+    from runbook import transports
+
+    monkeypatch.setitem(transports.TRANSPORTS, "grouped", "tests.run.test_dispatch:Grouped")
+    module = importlib.import_module("tests.run.test_dispatch")
+    module.GROUPS.clear()
+    library = library_with(tmp_path)
+    nodes = [Node(f"g{i}", "grouped") for i in range(5)] + [Node("alone", "missing-transport")]
+    monkeypatch.setitem(transports.TRANSPORTS, "missing-transport", "tests.run.no_such_module:Nothing")
+    routed = transports.NodeTransports()
+    outcomes = {o.node.name: o for o in Walk(library, library.get("t"), nodes, routed, {}).run()}
+    routed.close()
+    assert [[f"g{i}" for i in range(5)]] == module.GROUPS
+    assert all(outcomes[f"g{i}"].status == CONCLUDED for i in range(5))
+    assert outcomes["alone"].status == ERROR and "no_such_module" in (outcomes["alone"].reason or "")

@@ -1,8 +1,9 @@
 """Checks sent to many nodes: one queue of work, a fixed set of threads, no future per check.
 
 The walk hands over each group of nodes that get the same request at once (`send`). A
-transport that batches by itself (`run_many`, see transports/__init__.py) gets the whole group
-in one call, drained on one of these threads; any other is asked node by node by these threads.
+transport that batches by itself (`run_many`, see transports/__init__.py), directly or as the
+one transport NodeTransports has for the whole group (`batcher`), gets the whole group in one
+call, drained on one of these threads; any other is asked node by node by these threads.
 Every answer lands on the caller's queue as `(tag, answer)`, in the order they come.
 
 The threads are daemons and `close` drops the work not started: a check that hangs (or a run
@@ -34,8 +35,9 @@ class CheckPool:
              tags: Sequence[int], answers: Answers) -> None:
         """Ask every node in `nodes` for `request`; node i's answer is put as (tags[i], answer)."""
         self._start(len(nodes))
-        if getattr(transport, "run_many", None) is not None:
-            self._work.put((_drain, transport, nodes, request, timeout, tags, answers))
+        batcher = _batcher(transport, nodes)
+        if batcher is not None:
+            self._work.put((_drain, batcher, nodes, request, timeout, tags, answers))
             return
         put = self._work.put
         for node, tag in zip(nodes, tags, strict=True):
@@ -73,6 +75,18 @@ class CheckPool:
             except Exception as exc:  # a transport's bug is this node's error, never the walk's end
                 answer = ProbeAnswer("error", error=f"{type(exc).__name__}: {exc}")
             answers.put((tag, answer))
+
+
+def _batcher(transport: Transport, nodes: Sequence[Node]) -> Transport | None:
+    """What answers `nodes` as a group: the transport itself when it has `run_many`, or the one
+    transport a dispatcher (NodeTransports) has for all of them when that one has it."""
+    if getattr(transport, "run_many", None) is not None:
+        return transport
+    batcher = getattr(transport, "batcher", None)
+    try:
+        return batcher(nodes) if batcher is not None else None
+    except Exception:  # a transport that cannot be made: each node's check says so, node by node
+        return None
 
 
 def _drain(transport: Transport, nodes: Sequence[Node], request: dict[str, Any], timeout: float,

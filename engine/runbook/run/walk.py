@@ -258,6 +258,7 @@ class Walk:
             if prepared is None:
                 continue
             key, request, timeout = prepared
+            key = (key, outcome.node.transport)  # a batch goes through one transport
             batch = batches.get(key)
             if batch is None:
                 batch = batches[key] = (request, timeout, [])

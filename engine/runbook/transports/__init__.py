@@ -125,6 +125,15 @@ class NodeTransports:
             return ProbeAnswer("error", error=INTERRUPTED)
         return transport.run_check(node, request, timeout)
 
+    def batcher(self, nodes: Sequence[Node]) -> Transport | None:
+        """The transport of `nodes` when they all have the same one and it answers a group itself
+        (`run_many`); None when they must be asked node by node."""
+        names = {node.transport for node in nodes}
+        if len(names) != 1:
+            return None
+        transport = self._get(names.pop())
+        return transport if getattr(transport, "run_many", None) is not None else None
+
     def close(self) -> None:
         """Close every transport made; one that fails to close does not keep the others open."""
         with self._lock:
