@@ -100,8 +100,15 @@ class JsonLinesReporter(SilentReporter):
     def _entry_text(self, entry: dict[str, Any], outcome: Any, texts: _Texts, decided_texts: _Texts) -> str:
         """The entry as JSON text (redacted): what `dumps(redactor.data(entry))` gives, with the
         evidence steps and the conclusion taken from the texts of earlier nodes with the same."""
-        own = {k: v for k, v in entry.items() if k not in ("conclusion", "evidence", "job_findings")}
-        pieces = [dumps(self._redactor.data(own))[:-2]]  # without the closing brace and newline
+        # The node's name, then its status, path, finding and reason: the same on many nodes.
+        pieces = ['{"node":', dumps(self._redactor.data(entry["node"], "node"))[:-1]]
+        rest = {k: v for k, v in entry.items() if k not in ("node", "conclusion", "evidence", "job_findings")}
+        key = tuple((k, tuple(v) if type(v) is list else v) for k, v in rest.items())
+        try:
+            text = texts.get(("own", key), None, rest)
+        except TypeError:  # a value that cannot be a key (none today): written for this node alone
+            text = dumps(self._redactor.data(rest))[:-1]
+        pieces.append("," + text[1:-1])
         if "job_findings" in entry:  # the same for every node with the same history (`jobs`)
             key = ("job_findings", id(outcome.jobs))
             pieces.append(',"job_findings":' + texts.get(key, outcome.jobs, entry["job_findings"]))
