@@ -10,9 +10,10 @@ Memory stays flat with the node count: once a node's line is written, its raw ev
 dropped from the walk's outcome (`slim`), keeping only what the fixes and the summary read.
 
 A node's line costs little when thousands of nodes answered alike: the walk shares one result
-object and one `decided_by` per distinct answer, so each step's evidence and the conclusion are
-redacted and written as JSON once per distinct content (`_Texts`) and reused by every node
-with the same; only the node's own fields (name, path, durations) are written per node.
+object and one `decided_by` per distinct answer, so each step's evidence, the conclusion, the
+job findings and the node's status, path and finding are redacted and written as JSON once per
+distinct content (`_Texts`) and reused by every node with the same; only the node's name, its
+durations and a `decided_by` that holds the node's own values are written per node.
 """
 
 from __future__ import annotations

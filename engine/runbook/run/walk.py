@@ -11,17 +11,17 @@ missing ranks") is skipped for a node whose own results show it progressing (`pr
 true`, e.g. its log moves), with a note saying so; the job's verdict still heads the report
 and is kept on every node it concerns (`NodeOutcome.jobs`).
 
-Nodes that answer alike are decided once: within a step's group, nodes whose conditions would
-see the same values (format/inputs.py) share one decision, and within a round, nodes whose
-`with:` templates would see the same values share one rendering. Each memo is dropped with its
-group or round and holds at most MEMO_CAP entries.
-
-Per-node overhead is kept out of the loop: each round sends one request per group of nodes
-that get the same one (run/dispatch.py: no future per check); a node's history (the results
-and job parts its steps saw) is a `_Lineage` shared by every node that answered alike, so the
-decision of a node whose answer and history equal an earlier one's is replayed without looking
-at its values (answers are interned by their canonical text, which also keeps one copy of the
-thousands of equal results in memory).
+Nodes that answer alike are decided once. Answers are interned by their canonical text (one
+object per distinct answer, which also keeps one copy of thousands of equal results in memory),
+and a node's history (the results and job parts its steps saw) is a `_Lineage` shared by every
+node that answered alike. Within a step's group, nodes with the same history, answer, job part
+and parameters replay one decision by identity; where a condition reads the node itself, only
+those conditions run per node (one decision per what they find). A node that misses still
+shares with nodes whose conditions see the same values (format/inputs.py). Within a round, one
+`with:` rendering and one request per history (run/dispatch.py sends each group at once, no
+future per check); for the run, one rendering of a conclusion's fixes and finding per history.
+Each memo holds the objects its ids name, dies with its group, round or run, and holds at most
+MEMO_CAP entries.
 """
 
 from __future__ import annotations
