@@ -2,19 +2,22 @@
 
     .venv/bin/python bench/scale.py [--nodes 1000 10000] [--latency-ms 5] [--jitter-ms 5]
                                     [--hang-share 0.01] [--unreachable-share 0.01] [--json]
-                                    [--profile] [--stream]
+                                    [--profile] [--stream] [--batching]
 
 Every node walks `training-hang` on canned answers (a stalled job whose stacks and flight
 records say nothing, so each node goes through every analysed step: the longest path). The
 transport answers after `latency` plus up to `jitter` milliseconds; a share of nodes answers
 every check with a timeout (a hang is a finding) and a share is unreachable. It prints wall
-time, the client's CPU time, peak memory, and both per node, so growth faster than linear shows
+time, the client's CPU time, peak memory, and both per node (and the CPU of the walk's own
+thread per node: the engine without the transport's threads), so growth faster than linear shows
 as a per-node cost that climbs with N; then the time to build the report (JSON document, the
 grouped text report) from the outcomes, and the size of each. `--profile` runs the walk under
 cProfile and prints where its time goes (slower: the figures are for reading, not comparing).
 With --stream the report is the streamed one (`--format jsonl`): each node's line is written as
 it finishes (its CPU counts in the walk's) and its evidence dropped; "report CPU s" is then the
-fixes and summary lines after the walk. Peak memory is the process's: measure one size per
+fixes and summary lines after the walk. With --batching the transport answers each group of
+nodes itself (`run_many`, as a multiplexed transport would) instead of node by node from the
+engine's threads. Peak memory is the process's: measure one size per
 process to compare.
 """
 
@@ -31,6 +34,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,22 +63,45 @@ CANNED: dict[str, dict[str, Any]] = {
 
 
 class SimulatedTransport:
-    """Canned answers after a latency; some nodes hang on every check, some cannot be reached."""
+    """Canned answers after a latency; some nodes hang on every check, some cannot be reached.
+    Each answer is parsed from JSON text, as a real transport's is: every node's result is its
+    own objects (sharing them would flatter the engine's memory)."""
 
     def __init__(self, latency_s: float, jitter_s: float, hanging: set[str], unreachable: set[str]) -> None:
         self.latency_s, self.jitter_s = latency_s, jitter_s
         self.hanging, self.unreachable = hanging, unreachable
+        self.texts = {step: json.dumps({"timed_out": False, **answer}) for step, answer in CANNED.items()}
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         time.sleep(self.latency_s + random.random() * self.jitter_s)
+        return self._answer(node, request)
+
+    def _answer(self, node: Node, request: dict[str, Any]) -> ProbeAnswer:
         if node.name in self.unreachable:
             return ProbeAnswer("unreachable", error="connection refused (simulated)")
         if node.name in self.hanging:
             return ProbeAnswer("ok", {"timed_out": True, "reason": "simulated hang"})
-        return ProbeAnswer("ok", {"timed_out": False, **CANNED.get(request["step"], {})})
+        return ProbeAnswer("ok", json.loads(self.texts.get(request["step"], '{"timed_out": false}')))
 
     def close(self) -> None:
         pass
+
+
+class BatchingTransport(SimulatedTransport):
+    """The same nodes and answers, but each group of nodes asked at once is answered by the
+    transport itself (`run_many`), as a multiplexed transport would: no thread per node, each
+    answer yielded when its latency and jitter have passed."""
+
+    def run_many(self, nodes: list[Node], request: dict[str, Any],
+                 timeout: float) -> Iterator[tuple[int, ProbeAnswer]]:
+        start = time.monotonic()
+        due = sorted((self.latency_s + random.random() * self.jitter_s, i) for i in range(len(nodes)))
+        for after, i in due:
+            wait = start + after - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            yield i, self._answer(nodes[i], request)
+
 
 
 def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
@@ -83,7 +110,8 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     rng = random.Random(n)
     hanging = set(rng.sample(names, int(n * args.hang_share)))
     unreachable = set(rng.sample(sorted(set(names) - hanging), int(n * args.unreachable_share)))
-    transport = SimulatedTransport(args.latency_ms / 1000, args.jitter_ms / 1000, hanging, unreachable)
+    kind = BatchingTransport if args.batching else SimulatedTransport
+    transport = kind(args.latency_ms / 1000, args.jitter_ms / 1000, hanging, unreachable)
     params = {"log": "/var/log/train.log"}
     runbook = library.get("training-hang")
     lines = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) if args.stream else None  # noqa: SIM115
@@ -93,9 +121,11 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
         streamed.start(runbook, params, "2026-01-01T00:00:00Z")
     walk = Walk(library, runbook, [Node(x, "local") for x in names], transport, params,
                 WalkOptions(forks=args.forks, deadline_s=3600), [streamed] if streamed else [])
-    wall, cpu = time.perf_counter(), time.process_time()
+    # Compiled on first use, once per process whatever N is (about 0.5 s): not a cost per node.
+    library.by_id[runbook.id].compiled.when  # noqa: B018
+    wall, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
     outcomes = walk.run() if profile is None else profile.runcall(walk.run)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu, own = time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - own
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats("runbook|concurrent", 25)
@@ -115,6 +145,7 @@ def measure(n: int, args: argparse.Namespace, library: Any) -> dict[str, Any]:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"nodes": n, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "wall_ms_per_node": round(1000 * wall / n, 3), "cpu_ms_per_node": round(1000 * cpu / n, 3),
+            "walk_thread_ms_per_node": round(1000 * own / n, 3),
             "report_cpu_s": round(report_cpu, 2), "json_mb": round(json_bytes / 1e6, 1),
             "text_lines": text.count("\n"), "peak_mb": round(peak_mb, 1), "concluded": concluded,
             "hanging": len(hanging), "unreachable": len(unreachable)}
@@ -152,7 +183,8 @@ def print_projection(projection: dict[str, Any]) -> None:
 
 
 COLUMNS = [("nodes", "nodes"), ("wall_s", "walk s"), ("cpu_s", "walk CPU s"),
-           ("cpu_ms_per_node", "CPU ms/node"), ("report_cpu_s", "report CPU s"), ("json_mb", "JSON MB"),
+           ("cpu_ms_per_node", "CPU ms/node"), ("walk_thread_ms_per_node", "walk thr ms/n"),
+           ("report_cpu_s", "report CPU s"), ("json_mb", "JSON MB"),
            ("text_lines", "text lines"), ("peak_mb", "peak MB"), ("concluded", "concluded")]
 
 
@@ -168,6 +200,8 @@ def main() -> int:
                         "through gateways with the costs `bench/fanout/run.py --gateways K --json` measured")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     parser.add_argument("--profile", action="store_true", help="print the walk's profile on stderr")
+    parser.add_argument("--batching", action="store_true",
+                        help="the transport answers each group itself (run_many), no thread per node")
     parser.add_argument("--stream", action="store_true",
                         help="the streamed report (--format jsonl) instead of the JSON document and text")
     args = parser.parse_args()

@@ -180,3 +180,49 @@ def test_jsonl_with_watch_is_refused_with_one_line(tmp_path: Path) -> None:
                          env={**os.environ, "RUNBOOK_LANG": "en"}, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().startswith("runbook: --format jsonl streams one walk")
+
+
+class _Expected:
+    """A listener ahead of the streamed report: each node's line as the plain way writes it (the
+    whole entry redacted, then JSON), before the report drops the node's evidence."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        from runbook.run.redact import Redactor
+
+        self.redactor = Redactor.for_params(params)
+        self.lines: dict[str, Any] = {}
+
+    def on_step(self, outcome: Any, evidence: Any) -> None:
+        pass
+
+    def on_node_done(self, outcome: Any) -> None:
+        from runbook.report.build import node_entry
+
+        entry = node_entry(outcome, "en")
+        self.lines[outcome.node.name] = json.loads(json.dumps(self.redactor.data(entry), default=str))
+
+
+def test_lines_written_from_shared_texts_equal_each_entry_written_alone(tmp_path: Path) -> None:
+    """Nodes that answer alike share their evidence's and conclusion's written text: each line
+    still says exactly what its own entry says, secrets redacted, on the shipped training-hang
+    walked by nodes answering in several ways (tests/run/test_walk_memo.py's variants)."""
+    from tests.run.test_walk_memo import _variant
+
+    results = {f"n{i:03d}": _variant(i) for i in range(60)}
+    results["n007"]["read-log"]["last"] = f"login with {TOKEN}"
+    library = load_library()
+    runbook = library.get("training-hang")
+    params = {"log": "/var/log/train.log", "hf_token": TOKEN}
+    expected = _Expected(params)
+    streamed = JsonLinesReporter(lang="en")
+    out = tmp_path / "lines.jsonl"
+    streamed.stream_to(str(out))
+    streamed.start(runbook, params, "2026-01-01T00:00:00Z")
+    Walk(library, runbook, [Node(name) for name in results], ReplayTransport(results), params,
+         listeners=[expected, streamed]).run()
+    streamed.close()
+    written = {line["entry"]["node"]: line["entry"] for line in map(json.loads, out.read_text().splitlines())
+               if line["type"] == "node"}
+    assert written == expected.lines
+    assert TOKEN not in out.read_text()
+    assert len({e["conclusion"]["id"] for e in written.values() if e["conclusion"]}) > 2

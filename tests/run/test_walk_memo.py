@@ -49,6 +49,8 @@ def _variant(i: int) -> dict[str, Any]:
         answers["find-process"] = {"found": False}
     elif kind == 6:
         answers["nccl-settings"]["settings"] = {"NCCL_SOCKET_IFNAME": f"eth{i}"}
+    if i % 11 == 3:  # a condition that reads the node (`node.name in outliers`) matches on these
+        answers["probe-gpu"]["driver_version"] = "535.104.05"
     answers["find-process"].setdefault("pid", i)  # a value no condition reads differs per node
     return answers
 
@@ -76,3 +78,4 @@ def test_shared_decisions_equal_each_node_decided_alone(library: Library,
     alone = _walk(library)
     assert shared == alone
     assert len({v[3] for v in shared.values()}) > 2, "the variants should reach several conclusions"
+    assert any(v[3] == "driver-version-differs" for v in shared.values()), "a by-node branch should match"

@@ -8,11 +8,18 @@ run cut short by Ctrl-C still ends with its summary line (`incomplete: true`).
 
 Memory stays flat with the node count: once a node's line is written, its raw evidence is
 dropped from the walk's outcome (`slim`), keeping only what the fixes and the summary read.
+
+A node's line costs little when thousands of nodes answered alike: the walk shares one result
+object and one `decided_by` per distinct answer, so each step's evidence, the conclusion, the
+job findings and the node's status, path and finding are redacted and written as JSON once per
+distinct content (`_Texts`) and reused by every node with the same; only the node's name, its
+durations and a `decided_by` that holds the node's own values are written per node.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -20,6 +27,7 @@ from typing import Any, TextIO
 from runbook.report.silent import SilentReporter
 
 SCHEMA = "runbook-report-lines/v1"
+TEXTS_CAP = 4096  # distinct evidence steps and conclusions kept as written text
 
 
 def dumps(line: dict[str, Any]) -> str:
@@ -37,6 +45,10 @@ class JsonLinesReporter(SilentReporter):
         self.slim = True  # False when something after the walk (a --record) still reads evidence
         self._out: TextIO | None = None
         self._redactor: Any = None
+        self._texts: _Texts | None = None
+        # `decided_by` apart: where a condition reads the node, each node has its own, and those
+        # must not push the shared evidence texts out.
+        self._decided: _Texts | None = None
         self.written = 0
 
     def stream_to(self, output: str | None, slim: bool = True) -> None:
@@ -49,6 +61,7 @@ class JsonLinesReporter(SilentReporter):
         from runbook.run.redact import Redactor
 
         self._redactor = Redactor.for_params(params)
+        self._texts, self._decided = _Texts(self._redactor), _Texts(self._redactor)
         self._out = open(self.output, "w", encoding="utf-8") if self.output else sys.stdout  # noqa: SIM115
         self._write({"type": "header", "schema": SCHEMA, "report_schema": REPORT_SCHEMA,
                      "runbook": {"id": runbook.id, "version": runbook.version, "digest": runbook.digest,
@@ -56,11 +69,14 @@ class JsonLinesReporter(SilentReporter):
                      "started_at": started_at, "lang": self.lang, "params": params})
 
     def on_node_done(self, outcome: Any) -> None:
-        if self._out is None:  # not started (a caller that only walks): nothing to stream to
+        if self._out is None or self._texts is None or self._decided is None:  # not started
             return
         from runbook.report.build import node_entry
 
-        self._write({"type": "node", "entry": node_entry(outcome, self.lang)})
+        entry = node_entry(outcome, self.lang)
+        text = self._entry_text(entry, outcome, self._texts, self._decided)
+        self._out.write(f'{{"type":"node","entry":{text}}}\n')
+        self._out.flush()
         self.written += 1
         if self.slim:
             forget_evidence(outcome)
@@ -82,21 +98,78 @@ class JsonLinesReporter(SilentReporter):
             print(f"runbook: report written to {self.output}", file=sys.stderr)
         self._out = None
 
+    def _entry_text(self, entry: dict[str, Any], outcome: Any, texts: _Texts, decided_texts: _Texts) -> str:
+        """The entry as JSON text (redacted): what `dumps(redactor.data(entry))` gives, with the
+        evidence steps and the conclusion taken from the texts of earlier nodes with the same."""
+        # The node's name, then its status, path, finding and reason: the same on many nodes.
+        pieces = ['{"node":', dumps(self._redactor.data(entry["node"], "node"))[:-1]]
+        rest = {k: v for k, v in entry.items() if k not in ("node", "conclusion", "evidence", "job_findings")}
+        key = tuple((k, tuple(v) if type(v) is list else v) for k, v in rest.items())
+        try:
+            text = texts.get(("own", key), None, rest)
+        except TypeError:  # a value that cannot be a key (none today): written for this node alone
+            text = dumps(self._redactor.data(rest))[:-1]
+        pieces.append("," + text[1:-1])
+        if "job_findings" in entry:  # the same for every node with the same history (`jobs`)
+            key = ("job_findings", id(outcome.jobs))
+            pieces.append(',"job_findings":' + texts.get(key, outcome.jobs, entry["job_findings"]))
+        conclusion = entry.get("conclusion")
+        if conclusion is None:
+            pieces.append(',"conclusion":null')
+        else:
+            key = ("conclusion", id(outcome.conclusion), tuple(outcome.fix_commands or ()))
+            pieces.append(',"conclusion":' + texts.get(key, outcome.conclusion, conclusion))
+        steps = []
+        for item, evidence in zip(entry["evidence"], outcome.evidence, strict=True):
+            # `decided_by` apart: where a condition reads the node, it holds this node's own values.
+            key = (item["step"], item["check"], id(evidence.result), item["goto"], item["when"],
+                   tuple(evidence.notes))
+            rest = {k: v for k, v in item.items() if k not in ("duration_s", "decided_by")}
+            text = texts.get(key, evidence.result, rest)
+            decided = decided_texts.get(id(evidence.decided_by), evidence.decided_by, evidence.decided_by)
+            duration = item["duration_s"]  # a rounded float: JSON writes it as repr does
+            duration = (repr(duration) if type(duration) is float and math.isfinite(duration)
+                        else json.dumps(duration))
+            steps.append(f'{{"duration_s":{duration},"decided_by":{decided},{text[1:]}')
+        pieces.append(',"evidence":[' + ",".join(steps) + "]}")
+        return "".join(pieces)
+
     def _write(self, line: dict[str, Any]) -> None:
         assert self._out is not None
         self._out.write(dumps(self._redactor.data(line)))
         self._out.flush()  # a reader (tail -f, a pipe) sees each node as it finishes
 
 
+class _Texts:
+    """Redacted JSON texts by a key naming their content; each key holds the objects whose
+    identities it names (`keep`), so no id in a key can belong to another object meanwhile."""
+
+    def __init__(self, redactor: Any) -> None:
+        self.redactor = redactor
+        self.known: dict[Any, tuple[Any, str]] = {}
+
+    def get(self, key: Any, keep: Any, value: Any) -> str:
+        known = self.known.get(key)
+        if known is not None:
+            return known[1]
+        text = dumps(self.redactor.data(value))[:-1]
+        if len(self.known) >= TEXTS_CAP:
+            self.known.clear()  # the next distinct contents start afresh
+        self.known[key] = (keep, text)
+        return text
+
+
 def forget_evidence(outcome: Any) -> None:
     """Drop what only the node's own report entry needed, now that it is written: the checks'
     raw results and the per-step job parts. The fixes read the conclusion and its rendered
     commands; the summary reads status and conclusion; both are kept."""
+    from runbook.run.walk import NO_HISTORY
+
     outcome.evidence = []
     outcome.seen = {}
     outcome.jobs = {}
     outcome.job = {}
-    outcome.step_variables = None
+    outcome.lineage = NO_HISTORY
 
 
 def read_lines(path: Path | str) -> dict[str, Any]:
