@@ -35,11 +35,13 @@ lint:
 	$(BIN)/runbook lint --strict
 	$(BIN)/runbook test --coverage runbooks
 
-# pytest exit 5 means "no tests ran": that is a failure, never a pass. Two workers, a test file
-# each at a time (its module fixtures stay whole): most tests wait on processes and daemons, so
-# two cores run the suite in about two thirds of the time.
+# pytest exit 5 means "no tests ran": that is a failure, never a pass. Two workers (four where
+# there are four cores or more), a test file each at a time (its module fixtures stay whole): most
+# tests wait on processes and daemons, so two cores run the suite in about two thirds of the time.
+# The slowest tests are listed at the end, to see where CI's time goes.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); if [ $$n -ge 4 ]; then echo 4; else echo 2; fi)
 unit:
-	@$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile; rc=$$?; \
+	@$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadfile --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The property tests of tests/fuzz with a hundred times more random examples (about half an hour);

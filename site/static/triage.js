@@ -385,6 +385,7 @@
           value = 1 / value;
         }
         value *= spec.scale === undefined ? 1 : spec.scale;
+        if (spec.units) value *= this.data.series.units[found[2]];
         if (who === null) who = this.rankOrHost(lines[i].raw);
         var key = spec.metric + "\u0000" + who;
         if (!byKey[key]) { byKey[key] = { metric: spec.metric, who: who, points: [] }; values.push(byKey[key]); }
@@ -661,6 +662,21 @@
       } else if (s.metric === "step_time") {
         var spikes = this.spikes(points, who, rules);
         if (spikes) out.push(reading("step-spikes", spikes.first, spikes.facts));
+      } else if (s.metric === "loss_scale") { // series._scale
+        var drops = 0, last = points[points.length - 1];
+        for (var d = 1; d < points.length; d++) if (points[d].value < points[d - 1].value) drops += 1;
+        if (drops >= rules.scale_drops && last.value <= rules.scale_low) {
+          out.push(reading("loss-scale-collapses", last.where, { who: who, drops: drops,
+            start: points[0].value, end: last.value }));
+        }
+      } else if (s.metric === "host_rss") { // series._rss
+        if (points.length < rules.min_points) return;
+        var q = Math.max(1, Math.floor(points.length / 4));
+        var first = mean(points.slice(0, q)), final = mean(points.slice(-q));
+        if (final >= rules.rss_ratio * first && final - first >= rules.rss_growth_gib) {
+          out.push(reading("host-memory-grows", points[points.length - 1].where, { who: who,
+            start: round4(points[0].value), end: round4(points[points.length - 1].value), count: points.length }));
+        }
       }
     }, this);
     [["step_time", "higher"], ["throughput", "lower"]].forEach(function (pair) {

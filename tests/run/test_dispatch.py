@@ -173,3 +173,21 @@ def test_node_transports_hand_a_group_to_its_batching_transport(tmp_path: Path,
     assert [[f"g{i}" for i in range(5)]] == module.GROUPS
     assert all(outcomes[f"g{i}"].status == CONCLUDED for i in range(5))
     assert outcomes["alone"].status == ERROR and "no_such_module" in (outcomes["alone"].reason or "")
+
+
+def test_the_pool_starts_no_more_threads_than_checks_in_flight() -> None:
+    """One node walked through many rounds uses one thread, not one more per round: an idle
+    thread's stack is address space, the first thing a tight RLIMIT_AS runs out of."""
+    pool = CheckPool(64)
+    transport = Echo()
+    for round_no in range(10):
+        landed: SimpleQueue[tuple[int, ProbeAnswer]] = SimpleQueue()
+        pool.send(transport, [Node("n1")], {"check": "log", "with": {}}, 5.0, [round_no], landed)
+        tag, answer = landed.get(timeout=10)
+        assert (tag, answer.status) == (round_no, "ok")
+    assert len(pool._threads) == 1
+    pool.send(transport, [Node(f"m{i}") for i in range(5)], {"check": "log", "with": {}}, 5.0,
+              list(range(5)), landed := SimpleQueue())
+    assert sorted(landed.get(timeout=10)[0] for _ in range(5)) == list(range(5))
+    assert len(pool._threads) <= 6
+    pool.close()

@@ -19,7 +19,20 @@ CLIMBING = [2.0, 1.9, 1.8, 1.7, 1.65, 1.7, 2.2, 2.9, 3.8, 4.9, 6.1, 7.4]
 STEPS = "".join(f"step {i} loss {3 - i * 0.01:.3f} lr 0.0001\n" for i in range(10))
 IRREGULAR = {5, 6, 19, 33, 34}  # checkpoints and a GC pause, not the loader
 
+def overflow(scale: int) -> str:
+    return ("[INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+            f"Attempted loss scale: {scale}, reducing to {scale // 2}")
+
+
 EXAMPLES: dict[str, str] = {
+    # DeepSpeed's fp16 scale halved on every step down to 8: overflow at any scale
+    "loss-scale-collapses": lines(*(overflow(2 ** k) for k in range(16, 3, -1))),
+    # ... and from 2^32 to 2^24 at the start: calibration, not a fault
+    "loss-scale-calibrating": lines(*(overflow(2 ** k) for k in range(32, 24, -1))),
+    # a rank's resident memory, as WeNet's logger prints it, growing from 5 GB to 212 GB
+    "host-memory-grows": lines(*(f"DEBUG TRAIN Batch 0/{185000 + 100 * i} loss 4.5 lr 0.00065 rank 0 "
+                                 f"RSS MEM USE: {v}G" for i, v in enumerate([5.11, 5.11, 5.11, 46.51, 105.61,
+                                                                              161.09, 212.04]))),
     "every-8th-step-slow": lines(*(megatron(i, 2400.0 if i % 8 == 0 else 310.0 + i % 3)
                                    for i in range(1, 49))),
     "irregular-spikes": lines(*(megatron(i, 2400.0 if i in IRREGULAR else 310.0) for i in range(1, 49))),

@@ -122,3 +122,32 @@ def test_json_and_text_carry_the_readings(tmp_path: Path) -> None:
     text = subprocess.run([sys.executable, "-m", "runbook", "triage", str(log)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT, env=env).stdout
     assert "the numbers: one step in every 6" in text and "runbook run slow-training" in text
+
+
+def test_a_loss_scale_that_keeps_halving_is_fp16_overflow(tmp_path: Path) -> None:
+    _, [found] = readings_of(tmp_path, "loss-scale-collapses")
+    assert found["reading"] == "loss-scale-collapses" and found["conclusion"] == "nan-loss:fp16-overflow"
+    assert (found["facts"]["start"], found["facts"]["end"], found["facts"]["drops"]) == (32768, 8, 12)
+
+
+def test_the_loss_scale_calibrating_at_the_start_is_no_fault(tmp_path: Path) -> None:
+    """DeepSpeed starting at 2^32 halves on its first steps until the scale fits: not an overflow."""
+    _, found = readings_of(tmp_path, "loss-scale-calibrating")
+    assert not [r for r in found if r["reading"] == "loss-scale-collapses"]
+
+
+def test_resident_memory_that_grows_is_a_leak(tmp_path: Path) -> None:
+    _, [found] = readings_of(tmp_path, "host-memory-grows")
+    assert found["conclusion"] == "memory-growth:host-memory-growth"
+    assert (found["facts"]["start"], found["facts"]["end"]) == (5.11, 212.0)
+
+
+def test_real_logs_read_by_their_numbers() -> None:
+    """deepspeed#534 (the scale halving to 4 after hours of training) and wenet#989 (rank 0's RSS
+    growing to 212 GB): named by their numbers, with no error line."""
+    corpus = ROOT / "tests" / "data" / "triage-corpus"
+    scale = triage_sources(LIBRARY, None, [Source(str(corpus / "deepspeed/534-loss-scale-collapse.log"))])
+    assert scale.matches[0].conclusion == "fp16-overflow"
+    wenet = corpus / "pytorch/wenet-989-rank0-rss-grows-to-212g.log"
+    rss = triage_sources(LIBRARY, None, [Source(str(wenet))])
+    assert rss.matches[0].conclusion == "host-memory-growth" and rss.verdict == "cause"

@@ -30,12 +30,16 @@ class CheckPool:
         self.size = max(1, threads)
         self._work: SimpleQueue[tuple[Any, ...] | None] = SimpleQueue()
         self._threads: list[threading.Thread] = []
+        # work items sent and not yet done: the threads wanted, never more (a thread's stack is
+        # address space, and under a tight RLIMIT_AS idle threads are what runs out first)
+        self._pending = 0
+        self._count = threading.Lock()
 
     def send(self, transport: Transport, nodes: Sequence[Node], request: dict[str, Any], timeout: float,
              tags: Sequence[int], answers: Answers) -> None:
         """Ask every node in `nodes` for `request`; node i's answer is put as (tags[i], answer)."""
-        self._start(len(nodes))
         batcher = _batcher(transport, nodes)
+        self._start(1 if batcher is not None else len(nodes))
         if batcher is not None:
             self._work.put((_drain, batcher, nodes, request, timeout, tags, answers))
             return
@@ -53,8 +57,11 @@ class CheckPool:
         for _ in self._threads:
             self._work.put(_STOP)
 
-    def _start(self, wanted: int) -> None:
-        while len(self._threads) < min(self.size, len(self._threads) + wanted):
+    def _start(self, items: int) -> None:
+        with self._count:
+            self._pending += items
+            wanted = min(self.size, self._pending)
+        while len(self._threads) < wanted:
             thread = threading.Thread(target=self._serve, name=f"runbook-check-{len(self._threads)}",
                                       daemon=True)
             thread.start()
@@ -69,12 +76,18 @@ class CheckPool:
             batch, transport, node, request, timeout, tag, answers = work
             if batch is not None:
                 batch(transport, node, request, timeout, tag, answers)
+                self._done()
                 continue
             try:
                 answer = transport.run_check(node, own_request(request), timeout)
             except Exception as exc:  # a transport's bug is this node's error, never the walk's end
                 answer = ProbeAnswer("error", error=f"{type(exc).__name__}: {exc}")
+            self._done()  # before the answer lands: the walk's next round may ask at once
             answers.put((tag, answer))
+
+    def _done(self) -> None:
+        with self._count:
+            self._pending -= 1
 
 
 def _batcher(transport: Transport, nodes: Sequence[Node]) -> Transport | None:

@@ -72,7 +72,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                    "needles": list(series.NEEDLES), "schedule": _js(series.SCHEDULE_RE),
                    "rules": series.RULES, "conclusions": series.CONCLUSIONS, "order": series.ORDER,
                    "healthy": list(series.HEALTHY), "texts": series.TEXTS,
-                   "metric_names": series.METRIC_NAMES},
+                   "metric_names": series.METRIC_NAMES, "units": series.UNITS},
         "stacks": {"patterns": {name: _js(regex) for name, regex in stacks.COMPILED.items()},
                    "needles": list(stacks.NEEDLES), "wait_conclusions": stacks.WAIT_CONCLUSIONS,
                    "mismatch": stacks.MISMATCH, "worker_frame": list(stacks.WORKER_FRAME),

@@ -65,7 +65,17 @@ METRICS: list[dict[str, Any]] = [
      "pattern": r"\b(?:[Tt]okens?|[Ss]amples?|tok)/s(?:ec)?['\"]?\s*[:=]\s*" + _COUNT},
     {"metric": "throughput", "needle": "per",
      "pattern": r"\b(?:tokens_per_second|samples_per_second|SamplesPerSec)['\"]?\s*[:=]\s*" + _COUNT},
+    # fp16's dynamic loss scale: DeepSpeed's `Attempted loss scale: 64, reducing to 32`, Megatron's
+    # `loss scale: 1.0`, fairseq's `loss_scale 0.5` and `setting loss scale to: 0.25`
+    {"metric": "loss_scale", "needle": "reducing to", "pattern": r"reducing to\s*" + _RATE},
+    {"metric": "loss_scale", "needle": "scale",
+     "pattern": r"[Ll]oss[ _][Ss]cale(?: to)?['\"]?(?:\s*[:=]\s*|\s+)" + _RATE},
+    # a process's resident memory, in GiB: `RSS MEM USE: 46.51G`, `RSS: 54.73GB`, `cpu_mem=12 GiB`
+    {"metric": "host_rss", "needle": "rss", "units": True,
+     "pattern": r"\b(?:RSS(?: MEM USE)?|rss|host_mem|cpu_mem)\s*[:=]\s*" + _RATE + r"\s*([KMGT])(?:i?B)?\b"},
 ]
+# a value with a unit (a spec with "units": group 2) in GiB
+UNITS = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}
 # A line that sets a schedule: a learning rate that never moves then means none is applied.
 SCHEDULE = r"[Ww]arm_?up|WARMUP|lr_?sched|[Ss]cheduler|cosine|decay_style|lr_decay"
 RULES: dict[str, float] = {
@@ -82,17 +92,26 @@ RULES: dict[str, float] = {
     "slow_ratio": 1.25,  # the slowest rank's median step time against the others' median
     "steady_rise": 0.02,  # a loss whose last quarter is at most this much above its first ...
     "steady_over_min": 1.2,  # ... or at most this many times its lowest is not climbing
+    # fp16 overflows on every step: the dynamic loss scale fell this many times, to this or less
+    # (healthy fp16 runs settle at 2^10..2^16; below 2^7 even tiny scales overflow)
+    "scale_drops": 3,
+    "scale_low": 128,
+    # host memory grows: the last quarter's mean at least this many times the first quarter's,
+    # and at least this many GiB more
+    "rss_ratio": 1.5,
+    "rss_growth_gib": 2.0,
 }
 CONCLUSIONS = {
     "loss-nonfinite": "nan-loss:loss-diverged", "loss-nonfinite-from-start": "nan-loss:loss-diverged",
     "loss-climbs": "nan-loss:loss-diverged",
     "lr-zero": "nan-loss:lr-not-scheduled", "lr-constant": "nan-loss:lr-not-scheduled",
     "step-spikes": "slow-training:input-bound", "slow-rank": "slow-training:straggler-node",
+    "loss-scale-collapses": "nan-loss:fp16-overflow", "host-memory-grows": "memory-growth:host-memory-growth",
     "loss-steady": "training-hang:healthy",
 }
 HEALTHY = ("loss-steady",)  # readings that say the numbers look well, said only when nothing else is
-ORDER = ["loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs", "lr-zero", "lr-constant",
-         "step-spikes", "slow-rank", "loss-steady"]
+ORDER = ["loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs", "loss-scale-collapses", "lr-zero",
+         "lr-constant", "host-memory-grows", "step-spikes", "slow-rank", "loss-steady"]
 TEXTS: dict[str, dict[str, str]] = {
     "loss-nonfinite": {
         "en": "the loss{who} turns {value} at {at} after {finite} finite values (last finite: {last})",
@@ -119,6 +138,13 @@ TEXTS: dict[str, dict[str, str]] = {
         "en": "{slow} is slower than the others: its {metric} is {value} against {others} on the "
               "other {peers} ({ratio}×)",
         "zh": "{slow} 比其他 rank 慢：它的{metric}为 {value}，其余 {peers} 个为 {others}（{ratio} 倍）"},
+    "loss-scale-collapses": {
+        "en": "the fp16 loss scale{who} fell {drops} times, from {start} to {end}: gradients overflow "
+              "even at a small scale",
+        "zh": "fp16 的损失缩放因子{who}下降了 {drops} 次，从 {start} 降到 {end}：即使缩放很小梯度仍然溢出"},
+    "host-memory-grows": {
+        "en": "the resident memory{who} grows from {start} GiB to {end} GiB over {count} values",
+        "zh": "常驻内存{who}在 {count} 个值中从 {start} GiB 增长到 {end} GiB"},
     "loss-steady": {
         "en": "the loss{who} is finite and not climbing: {start} → {end} over {count} values",
         "zh": "损失{who}是有限值且没有上升：{count} 个值中 {start} → {end}"},
@@ -214,6 +240,8 @@ class Series:
                     continue
                 value = 1.0 / value
             value *= spec.get("scale", 1.0)
+            if spec.get("units"):
+                value *= UNITS[found.group(2)]
             if who is None:
                 who = rank_or_host(raw, source, self.sources > 1)
             points = self.values.setdefault((spec["metric"], who), [])
@@ -254,6 +282,10 @@ def read_series(values: dict[tuple[str, str], list[Point]], schedule: str) -> li
             out.extend(_lr(points, label, schedule))
         elif metric == "step_time":
             out.extend(_spikes(points, label))
+        elif metric == "loss_scale":
+            out.extend(_scale(points, label))
+        elif metric == "host_rss":
+            out.extend(_rss(points, label))
     out.extend(_slow_rank(values, "step_time", slower_is="higher"))
     out.extend(_slow_rank(values, "throughput", slower_is="lower"))
     out.sort(key=lambda r: ORDER.index(r["reading"]))
@@ -298,6 +330,28 @@ def _lr(points: list[Point], who: str, schedule: str) -> list[dict[str, Any]]:
         return [_reading("lr-constant", points[0].where, who=who, value=_round(points[0].value),
                          count=len(points), schedule=schedule)]
     return []
+
+
+def _scale(points: list[Point], who: str) -> list[dict[str, Any]]:
+    drops = sum(b.value < a.value for a, b in zip(points, points[1:], strict=False))
+    end = points[-1].value
+    if drops < RULES["scale_drops"] or end > RULES["scale_low"]:
+        return []
+    # exact: a scale is a power of two, 65536 and not 65540
+    return [_reading("loss-scale-collapses", points[-1].where, who=who, drops=drops,
+                     start=points[0].value, end=end)]
+
+
+def _rss(points: list[Point], who: str) -> list[dict[str, Any]]:
+    if len(points) < RULES["min_points"]:
+        return []
+    quarter = max(1, len(points) // 4)
+    start = sum(p.value for p in points[:quarter]) / quarter
+    end = sum(p.value for p in points[-quarter:]) / quarter
+    if end < RULES["rss_ratio"] * start or end - start < RULES["rss_growth_gib"]:
+        return []
+    return [_reading("host-memory-grows", points[-1].where, who=who, start=_round(points[0].value),
+                     end=_round(points[-1].value), count=len(points))]
 
 
 def _spikes(points: list[Point], who: str) -> list[dict[str, Any]]:
