@@ -562,14 +562,21 @@
       var wait = self.classifyFrames(t.frames)[0];
       return st.wait_conclusions[wait] !== undefined && !(st.idle_only.indexOf(wait) >= 0 && t.idle === false);
     }
-    this.stackProcesses(lines).forEach(function (p) {
+    var processes = this.stackProcesses(lines);
+    processes.forEach(function (p) {
       var main = stackMain(p), telling = main;
       if (!(main !== null && namesAWait(main))) {
         telling = p.threads.filter(function (t) { return t.frames.length && t !== main && namesAWait(t); })[0] || main;
       }
       if (telling) mains.push({ who: p.who, thread: telling, wait: self.classifyFrames(telling.frames) });
     });
-    if (!mains.length) return [];
+    function unnamed(count) { // stacks._unnamed: a guess, said as one
+      return { reading: "stack-unnamed", conclusion: st.guess, guess: true, first: null, facts: { count: count } };
+    }
+    if (!mains.length) {
+      var dumped = processes.filter(function (p) { return p.threads.some(function (t) { return t.frames.length; }); }).length;
+      return dumped ? [unnamed(dumped)] : [];
+    }
     function shown(whos) {
       var text = whos.slice(0, 6).join(", ");
       return text + (whos.length > 6 ? " (+" + (whos.length - 6) + ")" : "");
@@ -611,7 +618,9 @@
                           thread: thread.name, who: shown(group.map(function (m) { return m.who; })),
                           frame: top.name + " (" + top.filename + (top.line ? ":" + top.line : "") + ")" } });
     });
-    return out.filter(function (r) { return r.conclusion; }).concat(out.filter(function (r) { return !r.conclusion; }));
+    var named = out.filter(function (r) { return r.conclusion; });
+    var guess = !named.length && mains.some(function (m) { return m.thread.idle !== false; }) ? [unnamed(mains.length)] : [];
+    return named.concat(out.filter(function (r) { return !r.conclusion; }), guess);
   };
 
   // series.read_series: the readings, most telling first
@@ -810,7 +819,7 @@
       var parts = key.split(":");
       out.push({ key: key, runbook: parts[0], conclusion: parts[1], info: this.data.conclusions[key], role: role,
                  generic: false, score: 0, first: null, hits: [], time: null, lines: [], reading: reading,
-                 confidence: this.ranking.confidence("reading", {}, role) });
+                 confidence: this.ranking.confidence("reading", { guess: !!reading.guess }, role) });
     }, this);
     return out;
   };

@@ -415,7 +415,7 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
         assert (shown["verdict"], shown["matches"]) == (verdict, expected_matches), path.name
     assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
                      "lr-constant", "lr-zero", "slow-rank", "loss-steady", "stack-mismatch", "stack-wait",
-                     "loss-scale-collapses", "host-memory-grows"}
+                     "loss-scale-collapses", "host-memory-grows", "stack-unnamed"}
 
 
 def test_page_makes_no_network_request(browser, site: Path) -> None:

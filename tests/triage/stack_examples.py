@@ -66,6 +66,13 @@ std::ratio<1l, 1000l> >) () from /opt/torch/lib/libtorch_cuda.so
 #2  0x00007f695a1d9b2f in pybind11::cpp_function::dispatcher(_object*, _object*, _object*) () \
 from /opt/torch/lib/libtorch_python.so
 """,
+    # idle in a C extension no rule names: a guess, said as one
+    "pyspy_idle_unnamed": """\
+Thread 6120 (idle): "MainThread"
+    _run_graph (my_ext/runtime.py:88)
+    step (train.py:51)
+    <module> (train.py:90)
+""",
     # the main thread computes: a dump that names no wait (no conclusion, but says where)
     "pyspy_running": """\
 Thread 5120 (active+gil): "MainThread"

@@ -113,9 +113,10 @@ def test_idle_in_autograd_backward_waits_on_its_hooks_collectives() -> None:
 
 
 def test_a_dump_with_only_threading_threads_names_no_main_thread() -> None:
-    """torchtitan#810: the excerpt holds tqdm's monitor thread and a cut main thread: no guess."""
+    """torchtitan#810: the excerpt holds tqdm's monitor thread and a cut main thread: tqdm's wait is
+    not taken for the job's; what is left is the guess, said as one."""
     result = corpus("torchtitan/810-b200-hang-faulthandler.log")
-    assert not [r for r in result.readings if r["reading"].startswith("stack-")]
+    assert [r["reading"] for r in result.readings if r["reading"].startswith("stack-")] == ["stack-unnamed"]
 
 
 def test_what_a_dump_names_is_the_answer_when_no_signature_matched() -> None:
@@ -128,3 +129,14 @@ def test_what_a_dump_names_is_the_answer_when_no_signature_matched() -> None:
     assert data["matches"][0]["lines"] == []
     running = triage_text(LIBRARY, None, EXAMPLES["pyspy_running"])
     assert running.verdict == "no-error" and running.readings  # says where, names nothing
+
+
+def test_an_idle_dump_that_names_no_wait_is_a_guess_said_as_one() -> None:
+    result = triage_text(LIBRARY, None, EXAMPLES["pyspy_idle_unnamed"])
+    kinds = [r["reading"] for r in result.readings]
+    assert kinds == ["stack-wait", "stack-unnamed"] and result.readings[1]["guess"] is True
+    [match] = result.matches
+    assert (match.conclusion, match.role, match.confidence) == ("collective-wait", "knock-on", 0.12)
+    assert "a guess" in match.why()
+    # a thread seen computing is no hang on a peer: no guess
+    assert [r["reading"] for r in readings("pyspy_running")] == ["stack-wait"]

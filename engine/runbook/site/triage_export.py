@@ -50,7 +50,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
     by_id = {rb.id: rb for rb in runbooks}
     # what a difference across hosts, or a reading of the numbers, means: linked from the page
     for linked in ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
-                   + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH]):
+                   + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]):
         rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
             conclusions.setdefault(linked, _conclusion(by_id[rid], cid))
@@ -75,7 +75,8 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                    "metric_names": series.METRIC_NAMES, "units": series.UNITS},
         "stacks": {"patterns": {name: _js(regex) for name, regex in stacks.COMPILED.items()},
                    "needles": list(stacks.NEEDLES), "wait_conclusions": stacks.WAIT_CONCLUSIONS,
-                   "mismatch": stacks.MISMATCH, "worker_frame": list(stacks.WORKER_FRAME),
+                   "mismatch": stacks.MISMATCH, "guess": stacks.GUESS,
+                   "worker_frame": list(stacks.WORKER_FRAME),
                    "texts": stacks.TEXTS, "max_threads": stacks.MAX_THREADS, "max_frames": stacks.MAX_FRAMES,
                    "headless_run": stacks.HEADLESS_RUN, "idle_only": list(stacks.IDLE_ONLY),
                    "frames": {"rules": stackframes.RULES, "native": stackframes.NATIVE,

@@ -25,7 +25,8 @@ object, so a change to the ranking is made here and nowhere else. Everything her
     from its `score` and the `best` score.
   - `reading`: what a pasted stack dump (stacks.py) or the numbers (series.py) show, as a match
     of the conclusion it names when no specific signature matched; a cause, or a knock-on for
-    the conclusions in `knock_on` (a rank waiting on others); its `confidence` is fixed.
+    the conclusions in `knock_on` (a rank waiting on others); its `confidence` is lower for a
+    reading that is a `guess` (a stack dump that names no wait).
 - `confidence_digits`: a confidence is the evidence's times the role's share, rounded to this
   many decimals.
 - `order`: the sort keys, the first deciding: `role` (its place in `roles`), `generic` (specific
@@ -71,7 +72,8 @@ RANKING: dict[str, Any] = {
         "reading": {
             # what a stack dump or the numbers show, with no error line to confirm it: added only
             # when no specific signature matched (result.py); a knock-on when it waits on others
-            "confidence": 0.5,
+            # 0.2 for a guess (a dump that names no wait), else 0.5
+            "confidence": ["if", "guess", 0.2, 0.5],
             "knock_on": ["training-hang:collective-wait", "training-hang:waiting-in-rendezvous",
                          "ray-hang:collect-never-returns"],
         },

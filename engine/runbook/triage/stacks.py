@@ -50,9 +50,15 @@ WAIT_CONCLUSIONS = {
     "lock-in-worker": "training-hang:dataloader-fork-deadlock",  # a DataLoader worker on a lock
 }
 MISMATCH = "training-hang:collective-mismatch"
+GUESS = "training-hang:collective-wait"  # what a dump that names no wait most often is
 # a DataLoader worker's own loop: a lock here is the lock inherited at fork
 WORKER_FRAME = ("torch/utils/data/_utils/worker.py", "_worker_loop")
 TEXTS: dict[str, dict[str, str]] = {
+    "stack-unnamed": {
+        "en": "the dump ({count} processes) shows no wait the stack check knows, and no thread is seen "
+              "running: a guess, a hung rank most often waits on its peers; dump every rank to see which",
+        "zh": "调用栈（{count} 个进程）中没有栈检查认得的等待，也看不到正在运行的线程：推测而已，卡住的 rank "
+              "多半在等其他 rank；请导出每个 rank 的调用栈来确认"},
     "stack-mismatch": {
         "en": "the dumped processes wait in different collectives: {groups}",
         "zh": "导出的各进程等在不同的集合通信中：{groups}"},
@@ -215,7 +221,8 @@ class Stacks:
         """What the dumps say: the processes' main threads compared, most telling first."""
         mains = {who: main for who, p in self.processes.items() if (main := _telling(p)) is not None}
         if not mains:
-            return []
+            dumped = sum(1 for p in self.processes.values() if any(t.frames for t in p.threads))
+            return [_unnamed(dumped)] if dumped else []
         waits = {who: _classify(thread) for who, thread in mains.items()}
         total = len(waits)
         out: list[dict[str, Any]] = []
@@ -240,7 +247,15 @@ class Stacks:
                                   "thread": thread.name,
                                   "who": _shown(whos), "frame": _frame_text(thread)}})
         named = [r for r in out if r["conclusion"]]
-        return named + [r for r in out if not r["conclusion"]]
+        guess = [_unnamed(total)] if not named and any(t.idle is not False for t in mains.values()) else []
+        return named + [r for r in out if not r["conclusion"]] + guess
+
+
+def _unnamed(count: int) -> dict[str, Any]:
+    """A dump that names no wait the rules know, and no thread is seen running: a guess, said as
+    one (a hung job's rank most often waits on a peer, in C++ or a queue no frame names)."""
+    return {"reading": "stack-unnamed", "conclusion": GUESS, "guess": True, "first": None,
+            "facts": {"count": count}}
 
 
 def _may_be_frame(text: str) -> bool:

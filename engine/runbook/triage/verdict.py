@@ -194,7 +194,8 @@ def from_readings(library: Library, readings: list[dict[str, Any]]) -> list[Matc
         conclusion = runbook.conclusions[conclusion_id]
         role = KNOCK_ON if named in rules["knock_on"] else CAUSE
         out[named] = Match(book_id, conclusion_id, conclusion_id, conclusion.title,
-                           conclusion.taxonomy[:MAX_TAXONOMY], role, confidence("reading", {}, role), 0.0,
+                           conclusion.taxonomy[:MAX_TAXONOMY], role,
+                           confidence("reading", {"guess": bool(reading.get("guess"))}, role), 0.0,
                            catch_all=conclusion.generic, reading=reading)
     return list(out.values())
 
