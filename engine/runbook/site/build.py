@@ -26,9 +26,8 @@ from runbook.format import taxonomy
 from runbook.format.model import LANGS, Runbook, Text
 from runbook.format.problems import Problem, errors
 from runbook.run.redact import Redactor
+from runbook.site import fragments, search_reuse
 from runbook.site import pages as P
-from runbook.site import search_reuse
-from runbook.site.flowchart import flowchart_svg
 from runbook.site.markdown import MarkdownRenderer, Rendered
 from runbook.site.theme import Theme
 from runbook.site.triage_export import write as write_triage_data
@@ -253,7 +252,7 @@ def _runbook_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dic
         target = by_id[rid].start if step == "start" and rid in by_id else step
         return page.href(P.runbook_url(lang, rid, target))
 
-    svg = flowchart_svg(rb, lang, anchor=lambda node_id: node_id, runbook_href=handover_href)
+    svg = fragments.flowchart(rb, lang, lambda node_id: node_id, handover_href)  # cached by its inputs
 
     def goto_link(target: str) -> Markup:
         if ":" in target:
@@ -301,7 +300,8 @@ def _article_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dic
 
 def _article_body(page: P.Page, lang: str, body: str, content: P.Content) -> Rendered:
     renderer = MarkdownRenderer(lambda kind, target, anchor: _content_href(page, lang, kind, target, anchor))
-    return _markdown(page, "article", body, content, renderer.render)
+    return _markdown(page, "article", body, content,
+                     lambda source: fragments.article(page.path, source, renderer.render))
 
 
 def _markdown(page: P.Page, kind: str, source: str, content: P.Content, render: Callable[[str], Any]) -> Any:
