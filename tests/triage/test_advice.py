@@ -80,9 +80,11 @@ def test_an_unknown_error_gets_advice_without_repeating_the_similar_matches(libr
     assert result.advice.closest == []  # the similar matches are the comparison
 
 
-def test_every_corpus_answer_says_something(library_and_kb) -> None:
+def test_pasted_corpus_answers_say_something(library_and_kb) -> None:
+    """A log pasted as text (the MCP server's path) gets an answer too; every file read from disk
+    is checked by tests/triage/test_corpus.py, so a sample of them here."""
     library, kb = library_and_kb
-    for log in sorted(CORPUS.glob("*/*.log")):
+    for log in sorted(CORPUS.glob("*/*.log"))[::10]:
         result = triage_text(library, kb, log.read_text(encoding="utf-8", errors="replace"))
         assert result.matches or result.advice, log.name
 
