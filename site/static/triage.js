@@ -355,6 +355,10 @@
     return sorted.length % 2 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
   }
   function round4(value) { return value === null ? null : Number(value.toPrecision(4)); }
+  function quarters(points) { // series._quarters: a quarter's size, the first and last quarters' means
+    var q = Math.max(1, Math.floor(points.length / 4));
+    return [q, mean(points.slice(0, q)), mean(points.slice(-q))];
+  }
   function mean(points) { return points.reduce(function (a, p) { return a + p.value; }, 0) / points.length; }
   function printed(text) { // series.number: 1,234.5; nan and inf as themselves
     var plain = text.replace(/,/g, ""), low = plain.toLowerCase();
@@ -397,14 +401,14 @@
 
   // -- stacks.py: pasted py-spy, faulthandler and gdb dumps, classified like the stack check --
 
+  function stackPathFunc(f) { // stackframes.path_func
+    var path = String(f.filename || "").replace(/\\/g, "/"), name = String(f.name || "");
+    return [path, name.slice(name.lastIndexOf(".") + 1)];
+  }
+
   // checks/facts/stackframes.classify: (waits, op) of a thread, innermost frame first
   Engine.prototype.classifyFrames = function (frames) {
-    var rules = this.data.stacks.frames, soFile = this.soFile;
-    function pathFunc(f) {
-      var path = String(f.filename || "").replace(/\\/g, "/");
-      var name = String(f.name || "");
-      return [path, name.slice(name.lastIndexOf(".") + 1)];
-    }
+    var rules = this.data.stacks.frames, soFile = this.soFile, pathFunc = stackPathFunc;
     function endsWithAny(path, suffixes) {
       return (suffixes || []).some(function (s) { return path.slice(-s.length) === s; });
     }
@@ -534,11 +538,6 @@
     return processes;
   };
 
-  function stackPathFunc(f) { // stackframes.path_func
-    var path = String(f.filename || "").replace(/\\/g, "/"), name = String(f.name || "");
-    return [path, name.slice(name.lastIndexOf(".") + 1)];
-  }
-
   // stacks._main: the process's main thread (py-spy names it; else the thread threading did not start)
   function stackMain(p) {
     var threads = p.threads.filter(function (t) { return t.frames.length; });
@@ -649,8 +648,7 @@
           return;
         }
         if (points.length < rules.min_points) return;
-        var quarter = Math.max(1, Math.floor(points.length / 4));
-        var start = mean(points.slice(0, quarter)), end = mean(points.slice(-quarter));
+        var qs = quarters(points), quarter = qs[0], start = qs[1], end = qs[2];
         var low = Math.min.apply(null, points.map(function (p) { return p.value; }));
         if (start > 0 && low > 0 && end >= rules.climb_ratio * start && end >= rules.climb_over_min * low) {
           out.push(reading("loss-climbs", points[points.length - quarter].where, { who: who, start: round4(start),
@@ -680,8 +678,7 @@
         }
       } else if (s.metric === "host_rss") { // series._rss
         if (points.length < rules.min_points) return;
-        var q = Math.max(1, Math.floor(points.length / 4));
-        var first = mean(points.slice(0, q)), final = mean(points.slice(-q));
+        var rq = quarters(points), first = rq[1], final = rq[2];
         if (final >= rules.rss_ratio * first && final - first >= rules.rss_growth_gib) {
           out.push(reading("host-memory-grows", points[points.length - 1].where, { who: who,
             start: round4(points[0].value), end: round4(points[points.length - 1].value), count: points.length }));

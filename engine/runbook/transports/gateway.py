@@ -316,13 +316,11 @@ class GatewayTransport:
 def _node_failure(message: dict[str, Any], python: str, limit: float) -> Exception:
     """The SSH transport's reason for a node its gateway's ssh could not get to serve."""
     phase = str(message.get("failed"))
-    reasons = ssh_transport._REASONS.get(phase, ssh_transport._REASONS["check"])
     code = message.get("code")
-    kind, reason = reasons.get(code, reasons[ssh_transport._OTHER])
     where = message.get("where") or ["?", 22, "?"]
     host, port, user = str(where[0]), int(where[1]), str(where[2])
     ended = ssh_transport._Ended(code, str(message.get("stderr") or ""), float(message.get("elapsed") or 0),
                                  limit, python, lambda: (host, port, user))
-    with contextlib.suppress(Exception):
-        return kind(reason(ended))
+    with contextlib.suppress(Exception):  # the relay's message is data from another host
+        return ssh_transport.explain(phase, ended)
     return SshError(f"{phase} failed: ssh exited {code}")

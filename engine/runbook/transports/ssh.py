@@ -364,10 +364,8 @@ class SshTransport:
             return SshError(INTERRUPTED)
         elapsed = time.monotonic() - session.started
         code = session.exit_code(EXIT_STATUS_WAIT_S if session.ended else 0)
-        reasons = _REASONS[phase]
-        kind, reason = reasons.get(code, reasons[_OTHER])
-        return kind(reason(_Ended(code, session.stderr_text(), elapsed, self.connect_timeout,
-                                  self._python(node), lambda: self._where(node))))
+        return explain(phase, _Ended(code, session.stderr_text(), elapsed, self.connect_timeout,
+                                     self._python(node), lambda: self._where(node)))
 
     def _where(self, node: Node) -> tuple[str, int, str]:
         port = int(node.vars["port"]) if node.vars.get("port") else None
@@ -526,6 +524,14 @@ _COPY_HINTS = {
 
 
 # -- why a phase failed, from how its ssh ended --
+
+
+def explain(phase: str, ended: _Ended) -> Exception:
+    """The error for a `phase` (a key of _REASONS; an unknown one reads as `check`) whose ssh ended
+    as `ended`: SshError (unreachable) or ProbeFailure, with the reason in a person's words."""
+    reasons = _REASONS.get(phase, _REASONS["check"])
+    kind, reason = reasons.get(ended.code, reasons[_OTHER])
+    return kind(reason(ended))
 
 
 @dataclass

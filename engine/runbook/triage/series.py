@@ -308,9 +308,7 @@ def _loss(points: list[Point], who: str) -> list[dict[str, Any]]:
                          at=points[bad].where, finite=bad, last=_round(points[bad - 1].value))]
     if len(finite) < RULES["min_points"]:
         return []
-    quarter = max(1, len(finite) // 4)
-    start = sum(p.value for p in finite[:quarter]) / quarter
-    end = sum(p.value for p in finite[-quarter:]) / quarter
+    quarter, start, end = _quarters(finite)
     low = min(p.value for p in finite)
     if start > 0 and low > 0 and end >= RULES["climb_ratio"] * start and end >= RULES["climb_over_min"] * low:
         return [_reading("loss-climbs", finite[-quarter].where, who=who, start=_round(start),
@@ -332,6 +330,13 @@ def _lr(points: list[Point], who: str, schedule: str) -> list[dict[str, Any]]:
     return []
 
 
+def _quarters(points: list[Point]) -> tuple[int, float, float]:
+    """(the size of a quarter, the first quarter's mean, the last quarter's): a trend, not a blip."""
+    quarter = max(1, len(points) // 4)
+    return (quarter, sum(p.value for p in points[:quarter]) / quarter,
+            sum(p.value for p in points[-quarter:]) / quarter)
+
+
 def _scale(points: list[Point], who: str) -> list[dict[str, Any]]:
     drops = sum(b.value < a.value for a, b in zip(points, points[1:], strict=False))
     end = points[-1].value
@@ -345,9 +350,7 @@ def _scale(points: list[Point], who: str) -> list[dict[str, Any]]:
 def _rss(points: list[Point], who: str) -> list[dict[str, Any]]:
     if len(points) < RULES["min_points"]:
         return []
-    quarter = max(1, len(points) // 4)
-    start = sum(p.value for p in points[:quarter]) / quarter
-    end = sum(p.value for p in points[-quarter:]) / quarter
+    _, start, end = _quarters(points)
     if end < RULES["rss_ratio"] * start or end - start < RULES["rss_growth_gib"]:
         return []
     return [_reading("host-memory-grows", points[-1].where, who=who, start=_round(points[0].value),

@@ -138,7 +138,7 @@ class Stacks:
         if len(self._loose) < HEADLESS_RUN or self.threads >= MAX_THREADS:
             return
         self.threads += 1
-        first_frame, first_raw, where = self._loose[0]
+        _, first_raw, where = self._loose[0]
         self._process = self._process_for(source, first_raw, "")
         self._format = "headless"
         self._thread = _Thread("", "", True, [f for f, _, _ in self._loose], where=where)
