@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-_ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)"
+from runbook.checks.facts._text import ANSI
+
 _TIMESTAMPS = (
     # 2024-05-01T12:00:00.123Z, 2024-05-01 12:00:00,123, 2024/05/01 12:00:00 (+ optional brackets)
     r"\[?\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?\]?",
@@ -35,7 +36,6 @@ _RANKS = (
 _ANY_PREFIX = "|".join(_TIMESTAMPS + _RANKS)
 _PREFIX_SOURCE = rf"(?:[ \t]*(?:{_ANY_PREFIX})[ \t]*(?:[|\-:](?=[ \t]))?)+[ \t]*"
 
-ANSI = re.compile(_ANSI)
 PREFIX = re.compile(r"\A" + _PREFIX_SOURCE)
 PREFIX_LINES = re.compile("^" + _PREFIX_SOURCE, re.MULTILINE)
 CRI_PARTIAL = re.compile(r"\S+ (?:stdout|stderr) P ")

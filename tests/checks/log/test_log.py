@@ -75,6 +75,22 @@ def test_last_pattern_follows_latest_line(tmp_path: Path, make_ctx) -> None:
     assert len(result["tail"]) == 7  # default tail 20, fewer lines
 
 
+def test_patterns_match_and_quote_lines_without_colour_codes(tmp_path: Path, make_ctx) -> None:
+    # Ray's driver log colours the `(raylet)` prefix and the `[repeated Nx]` note
+    line = ("\x1b[33m(raylet)\x1b[0m [2026-11-28 11:14:14,937 E 27673 27673] node_manager.cc:562: "
+            "Raylet failed to accept new connection: Too many open files\x1b[32m [repeated 6x "
+            "across cluster]\x1b[0m")
+    path = write(tmp_path / "x.log", line + "\n")
+    result = log.run({"path": str(path), "patterns": {
+        "fd": r"^\(raylet\) (.*Too many open files)(?: \[repeated \d+x across cluster\])?$"}},
+        make_ctx())
+    found = result["patterns"]["fd"]
+    assert found["count"] == 1
+    assert found["last_groups"] == ["[2026-11-28 11:14:14,937 E 27673 27673] node_manager.cc:562: "
+                                    "Raylet failed to accept new connection: Too many open files"]
+    assert "\x1b" not in found["last_line"] and found["last_line"].endswith("across cluster]")
+
+
 def test_no_group_and_non_numeric_group(tmp_path: Path, make_ctx) -> None:
     path = write(tmp_path / "x.log", "NCCL WARN timeout\nhello world\n")
     result = log.run(

@@ -14,7 +14,8 @@ MAX_LINE = 4096  # characters of a line that are matched; the rest is cut
 MAX_ITEMS = 20  # entries kept in any list of facts
 MAX_TEXT = 300  # characters kept of a quoted message
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Terminal escapes: CSI sequences (colours, cursor moves) and OSC ones (titles, hyperlinks).
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
 # What launchers and loggers put before a line, removed one after another from its start:
 # `[rank3]:`, `[1,2]<stdout>:`, `(TaskRunner pid=1234, ip=10.0.0.1)`, `[trainer0|0]:`, a timestamp.
 _PREFIX = re.compile(
@@ -35,7 +36,7 @@ def clipped(lines: Sequence[str]) -> Iterator[str]:
             continue
         line = line[:MAX_LINE]
         if "\x1b" in line:
-            line = _ANSI.sub("", line)
+            line = ANSI.sub("", line)
         yield line
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from runbook.checks import facts as message_facts
 from runbook.checks.base import CheckContext
+from runbook.checks.facts._text import ANSI
 from runbook.checks.log import log_signals
 from runbook.checks.log.log_files import PER_FILE_MAX, all_files, matching_files, no_files, read_lines
 
@@ -274,7 +275,11 @@ def _int(value: Any, default: int) -> int:
 def scan_patterns(
     lines: list[str], patterns: dict[str, Any]
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Count each named regex over the lines and describe its last match."""
+    """Count each named regex over the lines and describe its last match.
+
+    Lines are matched and quoted as a terminal shows them: without colour codes, so a
+    pattern never has to skip them and a quote never carries their residue.
+    """
     compiled: dict[str, re.Pattern[str]] = {}
     errors: dict[str, str] = {}
     for name, source in patterns.items():
@@ -284,6 +289,8 @@ def scan_patterns(
             errors[name] = str(exc)
     found = {name: _empty_match() for name in compiled}
     for number, line in enumerate(lines, start=1):
+        if "\x1b" in line:
+            line = ANSI.sub("", line)
         for name, regex in compiled.items():
             m = regex.search(line)
             if m:
