@@ -202,15 +202,17 @@
   // lognorm.join_wrapped: [{first, last, text}] with lines a terminal or runtime cut joined again
   Engine.prototype.joinWrapped = function (lines) {
     var out = [];
-    var pending = null, partial = false, first = 0, number = 0;
+    var pending = null, partial = false, openParen = false, first = 0, number = 0;
     for (var i = 0; i < lines.length; i++) {
       var line = lines[i];
       number = i + 1;
       if (pending !== null) {
         var own = Array.from(pending).slice(0, this.recordStart).join("");
-        if ((partial || (this.continues(line) && line.indexOf(own) !== 0)) && codePoints(pending) < this.maxJoined) {
+        var goesOn = this.continues(line) && line.indexOf(own) !== 0 && (!openParen || closes(line));
+        if ((partial || goesOn) && codePoints(pending) < this.maxJoined) {
           pending += partial ? line.replace(this.prefix, "") : line;
           partial = this.isPartial(line);
+          openParen = false;
           if (!(partial || this.isCut(line))) {
             out.push({ first: first, last: number, text: pending });
             pending = null;
@@ -220,12 +222,13 @@
         out.push({ first: first, last: number - 1, text: pending });
         pending = null;
       }
-      if (!this.wrapWidths[codePoints(line)] && line.slice(0, 48).indexOf(" P ") < 0) {
+      openParen = stopsInParenthesis(line);
+      if (!this.wrapWidths[codePoints(line)] && line.slice(0, 48).indexOf(" P ") < 0 && !openParen) {
         out.push({ first: number, last: number, text: line });
         continue;
       }
       partial = this.isPartial(line);
-      if (partial || this.isCut(line)) {
+      if (partial || openParen || this.isCut(line)) {
         pending = line;
         first = number;
       } else {
@@ -235,6 +238,18 @@
     if (pending !== null) out.push({ first: first, last: number, text: pending });
     return out;
   };
+
+  // lognorm._stops_in_parenthesis: a line cut mid-word inside a parenthesis (`WorkNCCL(S`)
+  function stopsInParenthesis(line) {
+    var chars = Array.from(line);
+    return chars.length > 0 && /[\p{L}\p{N}]/u.test(chars[chars.length - 1]) &&
+      line.lastIndexOf("(") > line.lastIndexOf(")");
+  }
+
+  // lognorm._closes: the line closes more parentheses than it opens
+  function closes(line) {
+    return line.split(")").length > line.split("(").length;
+  }
 
   Engine.prototype.isPartial = function (line) {
     return line.slice(0, 48).indexOf(" P ") >= 0 && this.criPartial.test(line);

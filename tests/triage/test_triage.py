@@ -227,6 +227,20 @@ def test_wrapped_and_partial_lines_are_joined() -> None:
     assert [(a, b) for a, b, _ in join_wrapped(records)] == [(1, 1), (2, 2), (3, 3)]
 
 
+def test_a_line_cut_inside_a_parenthesis_is_joined_with_the_line_that_closes_it() -> None:
+    # sglang#3424 (in the corpus): a paste cut at 209 characters, no terminal width
+    head = ("[rank1]:[E210 02:06:33.347835395 ProcessGroupNCCL.cpp:1595] [Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(S")
+    rest = "eqNum=1522789, OpType=_ALLGATHER_BASE, Timeout(ms)=600000) ran for 600003 milliseconds"
+    assert [(a, b) for a, b, _ in join_wrapped([head, rest, "next"])] == [(1, 2), (3, 3)]
+    assert "WorkNCCL(SeqNum=1522789," in next(join_wrapped([head, rest]))[2]
+    # a next line that does not close it, or one with a prefix of its own, stays apart
+    assert len(list(join_wrapped([head, "eqNum=1, OpType=ALLREDUCE"]))) == 2
+    assert len(list(join_wrapped([head, "[rank0]: eqNum=1)"]))) == 2
+    # a call that opens a parenthesis at the end of a line is not a cut
+    assert len(list(join_wrapped(["model = build(", "x)"]))) == 2
+
+
 def test_wrapped_log_matches_on_its_first_line(library) -> None:  # type: ignore[no-untyped-def]
     scanner = Triage(library)
     with open(LOGS / "57-wrapped-watchdog.log", "rb") as raw:

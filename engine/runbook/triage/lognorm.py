@@ -68,34 +68,51 @@ def join_wrapped(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, in
     `stdout P`), or when it is exactly as long as a terminal or logger cuts lines and
     does not end in a space, while the next line goes on (lower case, a digit or punctuation,
     at most one leading space) without a prefix of its own and without starting as the cut line
-    did (a logger's `[titan] 2026-…` record of the same width). `lines` come without line endings.
+    did (a logger's `[titan] 2026-…` record of the same width). A line of any length that
+    stops inside a parenthesis, mid-word (`WorkNCCL(S`), is joined with a next line that goes
+    on and closes it (`eqNum=1522789, …)`): a paste cut at the width of somebody's window.
+    `lines` come without line endings.
     """
     pending: str | None = None
+    open_paren = False  # `pending` stops inside a parenthesis: the next line must close it
     partial = False  # the last piece of `pending` was marked partial by a container runtime
     first = 0
     number = start - 1
     for number, line in enumerate(lines, start):
         if pending is not None:
-            goes_on = _continues(line) and not line.startswith(pending[:RECORD_START])
+            goes_on = (_continues(line) and not line.startswith(pending[:RECORD_START])
+                       and (not open_paren or _closes(line)))
             if (partial or goes_on) and len(pending) < MAX_JOINED:
                 pending += PREFIX.sub("", line, count=1) if partial else line
                 partial = _is_partial(line)
+                open_paren = False
                 if not (partial or _is_cut(line)):
                     yield first, number, pending
                     pending = None
                 continue
             yield first, number - 1, pending
             pending = None
-        if len(line) not in WRAP_WIDTHS and " P " not in line[:48]:  # the common case, fast
-            yield number, number, line
+        open_paren = _stops_in_parenthesis(line)
+        if len(line) not in WRAP_WIDTHS and " P " not in line[:48] and not open_paren:
+            yield number, number, line  # the common case, fast
             continue
         partial = _is_partial(line)
-        if partial or _is_cut(line):
+        if partial or open_paren or _is_cut(line):
             pending, first = line, number
         else:
             yield number, number, line
     if pending is not None:
         yield first, number, pending
+
+
+def _stops_in_parenthesis(line: str) -> bool:
+    """A line cut mid-word inside a parenthesis: `... WorkNCCL(S`."""
+    return line[-1:].isalnum() and line.rfind("(") > line.rfind(")")
+
+
+def _closes(line: str) -> bool:
+    """Whether `line` closes more parentheses than it opens."""
+    return line.count(")") > line.count("(")
 
 
 def _is_partial(line: str) -> bool:

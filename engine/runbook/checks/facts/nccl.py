@@ -12,12 +12,14 @@ Facts (None, False or empty where the lines do not say):
   was a network error", "operation in progress"
 - result: the last `ncclResult_t` name printed (ncclSystemError, ncclInvalidUsage,
   ncclInternalError, ncclRemoteError, ncclUnhandledCudaError, ncclInvalidArgument,
-  ncclInProgress), else the one error_class stands for
+  ncclInProgress), else the one error_class stands for, else the one the first code of NCCL's
+  return chain stands for (`NCCL INFO transport/net.cc:515 -> 2`: each function that passes the
+  error up prints its file, line and the `ncclResult_t` number)
 - error_count: lines with a PyTorch NCCL error (`NCCL error`, `NCCL Error 1:`, `NCCL failure`)
 - last_error: the message after the last `Last error:` (same line or the next), cut to 300 chars
 - warn_count: `NCCL WARN` lines
-- causes: [{cause, line}]: each distinct WARN message, `Call to connect returned ...` retry and
-  last_error, classified as connection | shm | ib | cuda | resource-limit | config | other
+- causes: [{cause, line}]: each distinct WARN message, `Call to connect returned ...` or
+  `socketPollConnect: connect returned ...` retry and last_error, classified as connection | shm | ib | cuda | resource-limit | config | other
   (the first 20)
 - cause_kinds: the distinct causes, sorted
 - duplicate_gpu: [{rank, other_rank, device, message}] from `Duplicate GPU detected : rank 1 and
@@ -74,6 +76,10 @@ _BOOTSTRAP_USING = re.compile(r"Bootstrap ?: Using (.*)")
 _IB_USING = re.compile(r"NET/IB\w* ?: Using (.*)")
 _NETWORK = re.compile(r"NCCL INFO Using network (\w+)")
 _ERROR_MARKS = ("NCCL error", "NCCL Error", "NCCL failure")
+# `ncclResult_t`'s numbers, as NCCL's return chain prints them (nccl.h's enum order)
+RESULT_NUMBERS = ("ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+                  "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress")
+_CHAIN = re.compile(r"NCCL INFO [\w./-]+\.(?:cc|cu|cpp|c|h):\d+ -> ([1-7])\b")
 _PREFIX_SPAN = 256  # characters before " NCCL " searched for the `host:pid:tid [dev]` prefix
 
 
@@ -105,8 +111,13 @@ def _read_line(facts: dict[str, Any], line: str) -> bool:
         facts["warn_count"] += 1
         _add_cause(facts, line.split("NCCL WARN", 1)[1])
         found = True
-    elif "Call to connect returned" in line:
+    elif "onnect returned" in line:  # `Call to connect returned`, `socketPollConnect: connect returned`
         _add_cause(facts, line.split("NCCL INFO", 1)[-1])
+    elif " -> " in line and facts["chain_result"] is None:
+        chain = _CHAIN.search(line)
+        if chain:
+            facts["chain_result"] = RESULT_NUMBERS[int(chain.group(1))]
+            found = True
     if "NCCL error" in line or "NCCL Error" in line or "NCCL failure" in line:
         facts["error_count"] += 1
         facts["error_class"] = _error_class(line) or facts["error_class"]
@@ -243,7 +254,7 @@ _SETUP_READERS = (  # (a word the line must hold, the pattern, what reads the ma
 
 def _empty() -> dict[str, Any]:
     return {
-        "version": None, "cuda_version": None, "error_class": None, "result": None,
+        "version": None, "cuda_version": None, "error_class": None, "result": None, "chain_result": None,
         "error_count": 0, "last_error": None, "warn_count": 0, "causes": [], "cause_kinds": [],
         "duplicate_gpu": [], "env": {}, "socket_ifname": None, "socket_interfaces": [],
         "bootstrap_interfaces": [], "ib_devices": [], "network": None, "ib_no_device": False,
@@ -254,6 +265,9 @@ def _empty() -> dict[str, Any]:
 def _finish(facts: dict[str, Any]) -> dict[str, Any]:
     if facts["result"] is None and facts["error_class"] is not None:
         facts["result"] = CLASSES[facts["error_class"]]
+    chain_result = facts.pop("chain_result")
+    if facts["result"] is None:
+        facts["result"] = chain_result
     facts["cause_kinds"] = sorted({c["cause"] for c in facts["causes"]})
     facts["socket_ifname"] = facts["env"].get("NCCL_SOCKET_IFNAME")
     facts["hosts"] = sorted(facts["hosts"])
