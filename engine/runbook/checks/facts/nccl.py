@@ -19,8 +19,8 @@ Facts (None, False or empty where the lines do not say):
 - last_error: the message after the last `Last error:` (same line or the next), cut to 300 chars
 - warn_count: `NCCL WARN` lines
 - causes: [{cause, line}]: each distinct WARN message, `Call to connect returned ...` or
-  `socketPollConnect: connect returned ...` retry and last_error, classified as connection | shm | ib | cuda | resource-limit | config | other
-  (the first 20)
+  `socketPollConnect: connect returned ...` retry and last_error, classified as connection |
+  shm | ib | cuda | resource-limit | config | other (the first 20)
 - cause_kinds: the distinct causes, sorted
 - duplicate_gpu: [{rank, other_rank, device, message}] from `Duplicate GPU detected : rank 1 and
   rank 0 both on CUDA device 60` (device is the PCI bus id NCCL prints, a hex string; message is
