@@ -160,7 +160,8 @@ def _no_clock(ranking: dict[str, Any]) -> None:
 
 
 # Logs whose answer each change below alters: causes and knock-ons, several causes, times.
-CHANGED_LOGS = [p for p in LOGS if p.name.split("-")[0] in ("08", "13", "15", "16", "17", "41", "42", "59")]
+CHANGED_LOGS = [p for p in LOGS
+                if p.name.split("-")[0] in ("08", "13", "15", "16", "17", "41", "42", "59", "62")]
 CHANGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "role order swapped": _swap_roles, "confidence base": _confidence_base,
     "knock-on confidence": _knock_on_share, "score first": _score_first, "no tie by time": _no_clock}

@@ -436,3 +436,33 @@ def test_fork_and_extension_hazards_name_their_conclusions(library) -> None:  # 
         "compile\n      PyTorch (12.4). Please make sure to use the same CUDA versions.\n")).to_json()
     first = cuda["matches"][0]
     assert (first["runbook"], first["conclusion"]["id"]) == ("extension-errors", "extension-cuda-mismatch")
+
+
+@pytest.mark.parametrize(("line", "conclusion"), [
+    # verbatim, from tests/checks/facts/data/xid.yaml's threads
+    ("NVRM: Xid (PCI:0000:9b:00): 94, pid=1234, name=python3, Contained ECC error", "ecc-contained"),
+    ("NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 "
+     "0x00000000 0x00000000 0x00000000)", "nvlink-error"),
+    ("NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
+     "xid-other"),  # a number with no kind of its own: the last resort
+])
+def test_an_xid_is_concluded_by_the_kind_its_number_names(library, line: str, conclusion: str) -> None:  # type: ignore[no-untyped-def]
+    from runbook.triage.result import triage_text
+
+    result = triage_text(library, None, line + "\n")
+    # gpu-driver-hang names 79, 48, 94 and 95 too (the GPU must be reset); gpu-hardware says which kind
+    assert [m.conclusion for m in result.matches if m.runbook == "gpu-hardware"][:1] == [conclusion]
+    assert result.matches[0].conclusion != "xid-other" or conclusion == "xid-other"
+
+
+@pytest.mark.parametrize("line", [
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 (pid: 3049) "
+    "of binary: /usr/bin/python3",
+    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that "
+    "dataloader's workers are out of shared memory.",
+])
+def test_a_process_ended_by_sigbus_is_shared_memory_dev_shm_could_not_back(library, line: str) -> None:  # type: ignore[no-untyped-def]
+    from runbook.triage.result import triage_text
+
+    result = triage_text(library, None, line + "\n")
+    assert (result.matches[0].runbook, result.matches[0].conclusion) == ("cuda-oom", "dataloader-shm-exhausted")
