@@ -465,4 +465,5 @@ def test_a_process_ended_by_sigbus_is_shared_memory_dev_shm_could_not_back(libra
     from runbook.triage.result import triage_text
 
     result = triage_text(library, None, line + "\n")
-    assert (result.matches[0].runbook, result.matches[0].conclusion) == ("cuda-oom", "dataloader-shm-exhausted")
+    top = result.matches[0]
+    assert (top.runbook, top.conclusion) == ("cuda-oom", "dataloader-shm-exhausted")
