@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from runbook.report.prettyjson import dumps
 from runbook.report.silent import SilentReporter
 
 
 class JsonReporter(SilentReporter):
     def render(self, report: dict[str, Any]) -> str:
-        return json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"
+        return dumps(report) + "\n"
