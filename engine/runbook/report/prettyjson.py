@@ -50,6 +50,17 @@ def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
             return enc(_INT_REPR(key))
         raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
 
+    def enter(o: Any, indent: str) -> tuple[str, str]:
+        """Mark a container (or a value given to `default`) as being written: its inner
+        indentation and the separator between its items. A value met inside itself is refused,
+        as the standard library refuses it."""
+        mark = id(o)
+        if mark in markers:
+            raise ValueError("Circular reference detected")
+        markers.add(mark)
+        inner = indent + "  "
+        return inner, ",\n" + inner
+
     def write(o: Any, indent: str) -> None:
         t = type(o)
         if t is str:
@@ -58,12 +69,7 @@ def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
             if not o:
                 append("{}")
                 return
-            mark = id(o)
-            if mark in markers:
-                raise ValueError("Circular reference detected")
-            markers.add(mark)
-            inner = indent + "  "
-            sep = ",\n" + inner
+            inner, sep = enter(o, indent)
             append("{\n" + inner)
             first = True
             for k, v in o.items():
@@ -86,20 +92,15 @@ def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
                 else:
                     write(v, inner)
             append("\n" + indent + "}")
-            markers.discard(mark)
+            markers.discard(id(o))
         elif t is list or t is tuple or isinstance(o, (list, tuple)):
             if not o:
                 append("[]")
                 return
-            mark = id(o)
-            if mark in markers:
-                raise ValueError("Circular reference detected")
-            markers.add(mark)
-            inner = indent + "  "
-            sep = ",\n" + inner
+            inner, sep = enter(o, indent)
             if all(type(v) is str for v in o):  # a list of strings: the C encoder for each, one join
                 append("[\n" + inner + sep.join(map(enc, o)) + "\n" + indent + "]")
-                markers.discard(mark)
+                markers.discard(id(o))
                 return
             append("[\n" + inner)
             first = True
@@ -110,7 +111,7 @@ def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
                     append(sep)
                 write(v, inner)
             append("\n" + indent + "]")
-            markers.discard(mark)
+            markers.discard(id(o))
         elif o is None:
             append("null")
         elif o is True:
@@ -128,12 +129,9 @@ def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
         elif isinstance(o, float):
             append(_float(o))
         else:
-            mark = id(o)
-            if mark in markers:
-                raise ValueError("Circular reference detected")
-            markers.add(mark)
+            enter(o, indent)
             write(default(o), indent)
-            markers.discard(mark)
+            markers.discard(id(o))
 
     write(obj, "")
     return "".join(out)
