@@ -5,9 +5,9 @@ Run from the repository root:
 
 It runs `runbook run training-hang --format json` on this machine (the local executor) for a
 real one-node report, makes an N-node document of it (the node copied under N names, as a
-cluster whose nodes answered alike), and times writing it N ways in the same process:
+cluster whose nodes answered alike), and times writing it both ways in the same process:
 `json.dumps(indent=2, ensure_ascii=False, default=str)`, what `--format json` wrote before
-issue #28's last round, and report/prettyjson.py, which writes the same bytes (checked here).
+session 36, and report/prettyjson.py, which writes the same bytes (checked here).
 Prints the medians and their ratio.
 """
 

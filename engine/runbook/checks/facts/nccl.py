@@ -111,7 +111,7 @@ def _read_line(facts: dict[str, Any], line: str) -> bool:
         facts["warn_count"] += 1
         _add_cause(facts, line.split("NCCL WARN", 1)[1])
         found = True
-    elif "onnect returned" in line:  # `Call to connect returned`, `socketPollConnect: connect returned`
+    elif "connect returned" in line:  # `Call to connect returned`, `socketPollConnect: connect returned`
         _add_cause(facts, line.split("NCCL INFO", 1)[-1])
     elif " -> " in line and facts["chain_result"] is None:
         chain = _CHAIN.search(line)
