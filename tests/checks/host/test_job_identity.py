@@ -239,6 +239,31 @@ def test_without_a_log_one_torch_process_is_the_job_and_two_are_nobodys() -> Non
     assert [f["pid"] for f in two.foreign] == [20, 21]
 
 
+def test_on_a_busy_node_the_process_the_oom_names_leads_the_foreign_list(tmp_path) -> None:
+    """Seen in CI: a node running a test suite has more torch processes than the list keeps; the
+    notebook torch's OOM names (the verdict's culprit) had a high PID and was cut off."""
+    crowd = [_candidate(100 + i, torch=True) for i in range(_job.FOREIGN_MAX + 5)]
+    notebook = _candidate(32639, torch=True)
+    launched = _candidate(900, launched=True)
+    log = tmp_path / "train.log"
+    log.write_text("Traceback (most recent call last):\n  File \"/w/train.py\", line 3, in <module>\n"
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                   "total capacity of 79.11 GiB of which 1.20 GiB is free. Process 32639 has 70.00 GiB "
+                   "memory in use. Of the allocated memory 6.1 GiB is allocated by PyTorch\n")
+    ties = _tie(*crowd, notebook, launched, log=str(log))
+    assert ties.exited and not ties.tied
+    assert len(ties.foreign) == _job.FOREIGN_MAX
+    assert [f["pid"] for f in ties.foreign[:2]] == [32639, 900]
+    assert ties.foreign[0]["why"] == "the job's log names it; torch loaded"
+
+
+def test_foreign_processes_of_one_kind_come_newest_first() -> None:
+    old, new = _candidate(40, torch=True), _candidate(41, torch=True)
+    old.stat["starttime"], new.stat["starttime"] = 100, 200
+    ties = _tie(_candidate(39, launched=True), old, new)
+    assert [f["pid"] for f in ties.foreign] == [41, 40]
+
+
 def test_a_log_that_is_not_there_says_so(tmp_path) -> None:
     ties = _tie(_candidate(30, launched=True), log=str(tmp_path / "nope.log"))
     assert ties.tied == {30: "launcher-env"}

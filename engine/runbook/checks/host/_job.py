@@ -57,6 +57,8 @@ _LAUNCHERS = re.compile(r"(?:^|/)(?:torchrun|deepspeed|srun|mpirun|mpiexec|accel
 # [0] NCCL`): a PID printed for another host is that host's.
 _LOG_PIDS = re.compile(r"\(pid[:=] ?(\d+)\)|\bpid[:=] ?(\d+)\b|\[PID (\d+)\]")
 _NCCL_PREFIX = re.compile(r"^(?:\S*\]: ?)?([\w.-]+):(\d+):\d+ \[\d+\] NCCL")
+# torch's OOM message names the other processes on the GPU: `Process 32639 has 70.00 GiB memory`.
+_OTHER_PROCESS = re.compile(r"\b[Pp]rocess (\d+) has\b")
 _SCRIPT = re.compile(r'File "([^"]+\.py)", line \d+, in <module>')
 # A crash at the log's end: a traceback, then its exception (`torch.OutOfMemoryError: ...`,
 # `[rank0]: RuntimeError: ...`), then nothing that a running job writes, only the launcher's
@@ -91,6 +93,7 @@ class Ties:
     exited: bool = False  # a log was given and no live process is tied to it
     crash: str | None = None  # the exception the log ends in, when nobody holds the log
     other_runs: list[int] = field(default_factory=list)  # run its script, but the log's run ended
+    named: set[int] = field(default_factory=set)  # PIDs the log names as other processes (OOM's)
     note: str | None = None  # why the ties are weak or none, for the reason field
 
 
@@ -119,7 +122,7 @@ def tie(candidates: dict[int, Candidate], others: list[tuple[int, dict[str, Any]
     if ties.tied:
         _tie_tree(ties, others, candidates)
     _tie_same_job(ties, candidates)
-    ties.foreign = _foreign(candidates, ties.tied, ties.other_runs)
+    ties.foreign = _foreign(candidates, ties)
     return ties
 
 
@@ -170,6 +173,8 @@ def _tie_by_log(ties: Ties, log_param: str, candidates: dict[int, Candidate],
     if ties.tied:
         return
     head_and_tail = _read_ends(log)
+    ties.named = {int(m.group(1)) for line in head_and_tail if "rocess " in line
+                  for m in _OTHER_PROCESS.finditer(line)}
     for pid in _printed_pids(head_and_tail, st.st_mtime, others):
         ties.tied[pid] = "log-pid"
     running_script = _running_script(head_and_tail, candidates)
@@ -355,15 +360,22 @@ def _argv(pid: int) -> list[str]:
         return []
 
 
-def _foreign(candidates: dict[int, Candidate], tied: dict[int, str],
-             other_runs: list[int]) -> list[dict[str, Any]]:
+def _foreign(candidates: dict[int, Candidate], ties: Ties) -> list[dict[str, Any]]:
+    """The untied torch/launcher processes, the likeliest culprits first: those the log names
+    (torch's OOM names the processes holding the GPU), other runs of the job's script, launched
+    ranks, then any torch process, newest first. A busy node (a test runner, a Ray cluster) has
+    more than the list keeps, and the one the verdict names must not be cut off."""
     out = []
-    for pid, candidate in sorted(candidates.items()):
-        if pid in tied or not (candidate.torch or candidate.launched or pid in other_runs):
+    for pid, candidate in candidates.items():
+        if pid in ties.tied or not (candidate.torch or candidate.launched or pid in ties.other_runs):
             continue
-        if pid in other_runs:
-            why = "runs the job's script, but the log ends in its crash: another run"
+        if pid in ties.other_runs:
+            kind, why = 1, "runs the job's script, but the log ends in its crash: another run"
         else:
-            why = "a launcher's RANK/WORLD_SIZE" if candidate.launched else "torch loaded"
-        out.append({"pid": pid, "cmdline": " ".join(candidate.argv)[:200], "why": why})
-    return out[:FOREIGN_MAX]
+            kind, why = (2, "a launcher's RANK/WORLD_SIZE") if candidate.launched else (3, "torch loaded")
+        if pid in ties.named:
+            kind, why = 0, f"the job's log names it; {why}"
+        started = candidate.stat.get("starttime", 0)
+        entry = {"pid": pid, "cmdline": " ".join(candidate.argv)[:200], "why": why}
+        out.append(((kind, -started, pid), entry))
+    return [entry for _key, entry in sorted(out, key=lambda item: item[0])[:FOREIGN_MAX]]
