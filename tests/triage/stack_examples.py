@@ -80,4 +80,29 @@ Thread 5120 (active+gil): "MainThread"
     _call_impl (torch/nn/modules/module.py:1527)
     train_step (train.py:88)
 """,
+    # vLLM's engine core waits for its workers' answers (frames as in vllm#50835's py-spy dump);
+    # its worker waits on the same queue for the next request, which is no hang of its own
+    "pyspy_vllm_engine_waits_for_workers": """\
+Process 4085279: VLLM::EngineCore
+Python v3.12.13 (/usr/bin/python3.12)
+
+Thread 4085279 (idle): "MainThread"
+    poll (zmq/sugar/poll.py:106)
+    poll (zmq/sugar/socket.py:1062)
+    recv (vllm/distributed/device_communicators/shm_broadcast.py:802)
+    dequeue (vllm/distributed/device_communicators/shm_broadcast.py:794)
+    get_response (vllm/v1/executor/multiproc_executor.py:387)
+    _wait_for_response (vllm/v1/executor/multiproc_executor.py:95)
+    result (vllm/v1/executor/multiproc_executor.py:90)
+""",
+    "pyspy_vllm_worker_idle": """\
+Process 4085301: VllmWorker-0
+Python v3.12.13 (/usr/bin/python3.12)
+
+Thread 4085301 (idle): "MainThread"
+    acquire_read (vllm/distributed/device_communicators/shm_broadcast.py:548)
+    dequeue (vllm/distributed/device_communicators/shm_broadcast.py:790)
+    worker_busy_loop (vllm/v1/executor/multiproc_executor.py:651)
+    worker_main (vllm/v1/executor/multiproc_executor.py:610)
+""",
 }

@@ -51,6 +51,7 @@ def test_faulthandler_main_thread_is_the_one_threading_did_not_start() -> None:
     ("pyspy_worker_lock", "lock", "training-hang:dataloader-fork-deadlock"),
     ("gdb_c10d_wait", "collective", "training-hang:collective-wait"),
     ("pyspy_running", "running", None),
+    ("pyspy_vllm_engine_waits_for_workers", "engine-workers", "ray-hang:collect-never-returns"),
 ])
 def test_each_wait_names_its_conclusion(name: str, waits: str, conclusion: str | None) -> None:
     [reading] = readings(name)
@@ -70,14 +71,19 @@ def test_a_dump_is_classified_like_the_stack_check() -> None:
 
 def test_real_dumps_from_public_threads() -> None:
     """pytorch#54818 (faulthandler: the main thread in barrier, the current thread a listener);
-    vllm#50835 (py-spy of vLLM's engine core polling its workers' queue: no collective)."""
+    vllm#50835 (py-spy of vLLM's engine core waiting for its workers' answers: no collective)."""
     barrier = corpus("pytorch/54818-faulthandler-timed-out-barrier.log")
     first = next(r for r in barrier.readings if r["reading"] == "stack-wait")
     assert (first["facts"]["op"], first["conclusion"]) == ("barrier", "training-hang:collective-wait")
     engine = corpus("vllm/50835-rayexecutor-engine-core-pyspy.log")
     first = next(r for r in engine.readings if r["reading"] == "stack-wait")
-    assert first["facts"]["who"] == "pid 4085279" and first["facts"]["waits"] == "io"
-    assert first["conclusion"] is None
+    assert first["facts"]["who"] == "pid 4085279" and first["facts"]["waits"] == "engine-workers"
+    assert first["conclusion"] == "ray-hang:collect-never-returns"
+
+
+def test_a_vllm_worker_waiting_for_its_next_request_is_not_the_engine_waiting_for_it() -> None:
+    first = readings("pyspy_vllm_worker_idle")[0]
+    assert first["facts"]["waits"] == "running" and first["conclusion"] is None
 
 
 def test_a_log_without_dumps_has_no_stack_reading() -> None:

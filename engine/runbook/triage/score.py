@@ -15,13 +15,16 @@ from runbook.triage.formula import evaluate
 from runbook.triage.ranking import RANKING
 from runbook.triage.regexinfo import literal_weight
 
-# Lines any failed job prints, whatever went wrong: a signature matching one is generic.
+# Lines any failed job prints, whatever went wrong, and wrappers that only announce the errors
+# listed on the lines after them: a signature matching one is generic (the detail's own
+# signature, such as load_state_dict's `size mismatch for ...`, then ranks first).
 GENERIC_LINES = (
     "Traceback (most recent call last):",
     '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1518, '
     "in _wrapped_call_impl",
     "    return forward_call(*args, **kwargs)",
     "RuntimeError: Error",
+    "RuntimeError: Error(s) in loading state_dict for Model:",
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
     "(pid: 4242) of binary: /usr/bin/python3",
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",

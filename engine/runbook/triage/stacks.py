@@ -46,6 +46,7 @@ WAIT_CONCLUSIONS = {
     "backward": "training-hang:collective-wait",  # idle in autograd: a DDP/ZeRO collective in a hook
     "dataloader": "training-hang:dataloader-worker-stuck",
     "ray": "ray-hang:collect-never-returns",
+    "engine-workers": "ray-hang:collect-never-returns",  # the driver waits on workers, Ray's or not
     "extension-lock": "extension-errors:stale-extension-lock",
     "lock-in-worker": "training-hang:dataloader-fork-deadlock",  # a DataLoader worker on a lock
 }

@@ -24,8 +24,8 @@ COLLECTIVE_OPS = (
     "broadcast_object_list", "scatter_object_list", "all_reduce_coalesced", "all_gather_coalesced",
     "_all_gather_base", "_reduce_scatter_base",
 )
-WAITS = ("collective", "rendezvous", "dataloader", "ray", "cuda-sync", "extension-lock", "lock", "backward",
-         "io", "running", "idle")
+WAITS = ("collective", "rendezvous", "dataloader", "ray", "engine-workers", "cuda-sync", "extension-lock",
+         "lock", "backward", "io", "running", "idle")
 RULES: list[dict[str, Any]] = [
     {"waits": "collective", "op": "{func}", "funcs": COLLECTIVE_OPS,
      "suffix": ("torch/distributed/distributed_c10d.py", "deepspeed/comm/comm.py",
@@ -40,6 +40,11 @@ RULES: list[dict[str, Any]] = [
      "funcs": ("wait", "wait_objects")},
     {"waits": "ray", "op": "ray.get", "suffix": ("ray/_private/worker.py",),
      "funcs": ("get", "get_objects")},
+    # an inference engine's core waiting for its workers' answers (vLLM's executors, through a
+    # shared-memory queue or RPC): the workers are stuck or gone. A worker's own loop waits on the
+    # same queue for its next request, so the rule names the executor's calls, not the queue's.
+    {"waits": "engine-workers", "op": "{func}", "contains": ("vllm/v1/executor/", "vllm/executor/"),
+     "funcs": ("get_response", "_wait_for_response", "collective_rpc", "_run_workers")},
     {"waits": "cuda-sync", "op": "{func}", "contains": ("torch/cuda/",), "funcs": ("synchronize",)},
     # the JIT build's lock in the extensions dir
     {"waits": "extension-lock", "op": "FileBaton.wait", "suffix": ("torch/utils/file_baton.py",),
