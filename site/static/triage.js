@@ -165,8 +165,11 @@
     this.lineTime = regex(data.time);
     this.errors = {
       keywords: data.errors.keywords, exception: anchored(data.errors.exception),
-      error: regex(data.errors.error), notError: regex(data.errors.not_error)
+      error: regex(data.errors.error), notError: regex(data.errors.not_error),
+      traceback: regex(data.errors.traceback)
     };
+    this.logEndsRe = { finished: regex(data.logends.finished), rl: regex(data.logends.rl),
+                       word: regex(data.logends.word) };
     this.lineRank = regex(data.line_rank);
     this.identity = regex(data.spread.identity);
     this.facts = data.spread.facts.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
@@ -298,6 +301,10 @@
     var hits = this.scan(lines);
     var matches = this.rank(hits);
     var readings = this.stackReadings(lines).concat(this.readings(lines));
+    var differences = this.differences(lines);
+    if (!matches.length && !readings.length && !differences.length && !this.anyErrorLike(lines)) {
+      readings = this.logEnds(lines); // result.rank_all: a paste that just stops
+    }
     if (!matches.some(function (m) { return !m.generic; })) { // result.rank_all
       var read = this.fromReadings(readings), named = {};
       read.forEach(function (m) { named[m.key] = true; });
@@ -308,7 +315,7 @@
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
-             differences: this.differences(lines),
+             differences: differences,
              readings: readings };
   };
 
@@ -761,6 +768,8 @@
         return name === "op" ? (value ? " " + value : "") : String(value);  // stacks.describe_reading
       });
     }
+    var endText = this.data.logends.texts[reading.reading];
+    if (endText) return endText[lang].replace("{last}", reading.facts.last); // logends.describe_reading
     var series = this.data.series, facts = {};
     Object.keys(reading.facts).forEach(function (k) { facts[k] = reading.facts[k]; });
     if ("metric" in facts) facts.metric = series.metric_names[facts.metric][lang];
@@ -818,6 +827,32 @@
       else if (kind === "error") error = lines[i];
     }
     return exception || error;
+  };
+
+  // errorlines.ErrorLines.any: some line reads as an exception, an error or a traceback's line
+  Engine.prototype.anyErrorLike = function (lines) {
+    var errors = this.errors;
+    return lines.some(function (line) {
+      var text = line.text, lowered = text.toLowerCase();
+      if (!errors.keywords.some(function (k) { return lowered.indexOf(k) >= 0; })) return false;
+      if (errors.notError.test(text)) return false;
+      return errors.exception.test(text) || errors.error.test(text) || errors.traceback.test(text);
+    });
+  };
+
+  // logends.readings: ordinary output that just stops names the stall (or an RL job's unknown stage)
+  Engine.prototype.logEnds = function (lines) {
+    var rules = this.data.logends.rules, re = this.logEndsRe;
+    if (this.shapeOf(lines, "no-error").id !== rules.shape) return [];
+    var tail = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; })
+      .filter(function (t) { return re.word.test(t); });
+    if (!tail.length) return [];
+    if (tail.slice(-rules.finished_lines).some(function (t) { return re.finished.test(t); })) return [];
+    var kind = tail.some(function (t) { return re.rl.test(t); }) ? "log-stops-rl" : "log-stops";
+    var last = Array.from(tail[tail.length - 1].trim());
+    last = last.length > rules.last_chars ? last.slice(0, rules.last_chars - 3).join("") + "..." : last.join("");
+    return [{ reading: kind, conclusion: this.data.logends.conclusions[kind], guess: true, first: null,
+              facts: { last: last } }];
   };
 
   // verdict.from_readings: a match per conclusion the readings name (a healthy reading makes none)

@@ -32,6 +32,7 @@ from runbook.triage.series import describe_reading
 from runbook.triage.sources import Source
 from runbook.triage.verdict import CAUSE, KNOCK_ON
 from tests.site.headless import WAIT_S, browser_marks, chromium
+from tests.triage.logends_examples import EXAMPLES as LOGENDS_EXAMPLES
 from tests.triage.series_examples import EXAMPLES
 from tests.triage.stack_examples import EXAMPLES as STACK_EXAMPLES
 
@@ -384,7 +385,7 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
     """The same readings of loss, learning rate, step time and throughput as the CLI's (series.py),
     and the box that says them with a link to the conclusion they point to."""
     paths = [ROOT / "tests" / "data" / "triage-corpus" / name for name in SERIES_CORPUS]
-    for name, text in {**EXAMPLES, **STACK_EXAMPLES}.items():
+    for name, text in {**EXAMPLES, **STACK_EXAMPLES, **LOGENDS_EXAMPLES}.items():
         paths.append(tmp_path / f"{name}.log")
         paths[-1].write_text(text)
     kinds = set()
@@ -416,7 +417,8 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
         assert (shown["verdict"], shown["matches"]) == (verdict, expected_matches), path.name
     assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
                      "lr-constant", "lr-zero", "slow-rank", "loss-steady", "stack-mismatch", "stack-wait",
-                     "loss-scale-collapses", "host-memory-grows", "stack-unnamed"}
+                     "loss-scale-collapses", "host-memory-grows", "stack-unnamed",
+                     "log-stops", "log-stops-rl"}
 
 
 def test_page_makes_no_network_request(browser, site: Path) -> None:

@@ -24,7 +24,7 @@ from runbook.checks.facts import stackframes
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
-from runbook.triage import errorlines, lognorm, series, sources, spread, stacks
+from runbook.triage import errorlines, logends, lognorm, series, sources, spread, stacks
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
 from runbook.triage.scan import TEXT_MAX
@@ -48,8 +48,9 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             signatures.append(_signature(rb, signature))
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     by_id = {rb.id: rb for rb in runbooks}
-    # what a difference across hosts, or a reading of the numbers, means: linked from the page
+    # what a difference across hosts, or a reading of the numbers or the log's end, means: linked
     for linked in ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
+                   + list(logends.CONCLUSIONS.values())
                    + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]):
         rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
@@ -62,7 +63,11 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                       "record_start": lognorm.RECORD_START,
                       "cri_partial": _js(lognorm.CRI_PARTIAL)},
         "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
-                   "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS)},
+                   "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS),
+                   "traceback": _js(errorlines.TRACEBACK)},
+        "logends": {"rules": {k: v for k, v in logends.RULES.items() if k not in ("finished", "rl")},
+                    "finished": _js(logends.FINISHED), "rl": _js(logends.RL), "word": _js(logends.WORD),
+                    "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
         "time": _js(sources.TIMESTAMP),
         "line_rank": _js(sources.LINE_RANK),
         "spread": {"identity": _js(spread.IDENTITY_RE), "max_shown": spread.MAX_SHOWN,

@@ -31,7 +31,7 @@ ERROR_LINE = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|é
                     r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+")
 # A traceback's first line, or one of its frames (`File "...", line 12, in f`; faulthandler's
 # `line 12 in f`, without the comma, is a stack dump, not an error).
-_TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|\bFile \"[^\"]+\", line \d+, in \S")
+TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|\bFile \"[^\"]+\", line \d+, in \S")
 NOT_ERRORS = re.compile(r"\b(?:0 errors?|no errors?|error_rate|ignore_errors|on_error)\b", re.IGNORECASE)
 
 
@@ -51,7 +51,7 @@ class ErrorLines:
             self.exceptions.append(hit)
         elif ERROR_LINE.search(text):
             self.errors.append(hit)
-        elif _TRACEBACK.search(text):
+        elif TRACEBACK.search(text):
             self.tracebacks.append(hit)
 
     def any(self) -> bool:

@@ -75,7 +75,8 @@ RANKING: dict[str, Any] = {
             # 0.2 for a guess (a dump that names no wait), else 0.5
             "confidence": ["if", "guess", 0.2, 0.5],
             "knock_on": ["training-hang:collective-wait", "training-hang:waiting-in-rendezvous",
-                         "ray-hang:collect-never-returns"],
+                         "ray-hang:collect-never-returns", "training-hang:log-stalled",
+                         "rlhf-hang:stage-unknown"],
         },
     },
     "confidence_digits": 2,

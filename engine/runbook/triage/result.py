@@ -24,7 +24,8 @@ from typing import Any
 
 from runbook.library.kb import KnowledgeBase
 from runbook.library.runbooks import Library
-from runbook.triage.advice import Advice, advise
+from runbook.triage import logends
+from runbook.triage.advice import Advice, advise, shape_of
 from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
@@ -130,6 +131,9 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
     readings = scanner.stacks.readings() + scanner.series.readings()
+    differences = scanner.spread.differences()
+    if not (matches or readings or differences or scanner.errors.any()):
+        readings = logends.readings(list(scanner.tail), shape_of(scanner.tail, "no-error"))
     if not specific:  # what a dump or the numbers name outranks a generic line of the same conclusion
         read = from_readings(library, readings)
         named = {(m.runbook, m.conclusion) for m in read}
@@ -144,8 +148,7 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     if verdict == "no-error":
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
-    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice,
-                        scanner.spread.differences(), readings)
+    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice, differences, readings)
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from runbook.triage import stacks
+from runbook.triage import logends, stacks
 from runbook.triage.sources import Source, line_rank
 from runbook.triage.spread import who_wrote
 
@@ -406,6 +406,8 @@ def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
     """One clause of what a reading shows, in `lang`."""
     if reading["reading"] in stacks.TEXTS:
         return stacks.describe_reading(reading, lang)
+    if reading["reading"] in logends.TEXTS:
+        return logends.describe_reading(reading, lang)
     facts = dict(reading["facts"])
     if "metric" in facts:
         facts["metric"] = METRIC_NAMES[facts["metric"]][lang]
@@ -420,9 +422,11 @@ def describe(readings: list[dict[str, Any]], lang: str = "en") -> str:
     zh = lang == "zh"
     sep = "；" if zh else "; "
     dumps = [r for r in readings if r["reading"] in stacks.TEXTS]
-    numbers = [r for r in readings if r["reading"] not in stacks.TEXTS]
+    ends = [r for r in readings if r["reading"] in logends.TEXTS]
+    numbers = [r for r in readings if r["reading"] not in stacks.TEXTS and r["reading"] not in logends.TEXTS]
     said = []
     for group, head in ((dumps, "从调用栈看：" if zh else "the stacks: "),
+                        (ends, "从日志结尾看：" if zh else "the log's end: "),
                         (numbers, "从数值看：" if zh else "the numbers: ")):
         if group:
             said.append(head + sep.join(describe_reading(r, lang) for r in group))

@@ -1,0 +1,65 @@
+"""A paste that just stops: no error, no metric, no dump, only the job's ordinary output.
+
+People paste the last lines a stuck job printed and ask why it hangs. Nothing in them is an
+error, yet an engineer reads them: the job stopped making output after its last line, so it
+is stuck in (or right after) what that line announced, and its stacks say where. Said only when
+nothing else was found (no signature, no error line, no reading of the stacks or the numbers,
+nothing that differs across hosts) and the excerpt is ordinary output (advice.py's `info-only`
+shape): a paste cut inside a traceback or a table of metrics is something else. A last line
+that says the run finished names no stall.
+
+Rules and texts are data; the site's triage page applies the same ones (site/triage_export.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+RULES: dict[str, Any] = {
+    "shape": "info-only",  # advice_rules.py's shape of an excerpt of ordinary output
+    # a last line that says the run ended well: no stall to name
+    "finished": (r"(?i)\b(?:training (?:is )?(?:complete|completed|finished|done)|finished training"
+                 r"|job (?:finished|completed|succeeded)|all done|exit(?:ed)? with (?:code|status) 0"
+                 r"|avg bus bandwidth)\b"),
+    # a reinforcement-learning stack (rollout engines beside training): its own stages to place
+    "rl": r"\b(?:verl|OpenRLHF|openrlhf|LLMRayActor|RayPPOTrainer|vllm_engine|rollouts?|GRPO|PPO)\b",
+    "last_chars": 160,  # of the last line, quoted
+    "finished_lines": 3,  # the last lines the finish is looked for in (nccl-tests ends with `#`)
+}
+CONCLUSIONS = {"log-stops": "training-hang:log-stalled", "log-stops-rl": "rlhf-hang:stage-unknown"}
+TEXTS: dict[str, dict[str, str]] = {
+    "log-stops": {
+        "en": "the paste shows no error and ends with `{last}`: the job printed nothing after it, so it "
+              "is stuck in or right after that step; its stacks say where",
+        "zh": "粘贴的内容没有错误，最后一行是 `{last}`：作业此后没有任何输出，卡在这一步之中或紧随其后；"
+              "它的调用栈会说明具体位置"},
+    "log-stops-rl": {
+        "en": "the paste shows no error and ends with `{last}`: the RL job printed nothing after it; which "
+              "stage (rollout, weight sync, training) it stopped in is not said",
+        "zh": "粘贴的内容没有错误，最后一行是 `{last}`：这个强化学习作业此后没有任何输出；"
+              "没有说明停在哪个阶段（rollout、权重同步还是训练）"},
+}
+FINISHED = re.compile(RULES["finished"])
+RL = re.compile(RULES["rl"])
+WORD = re.compile(r"[A-Za-z0-9\u3400-\u9fff]")  # a line that says something
+
+
+def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
+    """The reading of a paste that stops (at most one), from its last lines that hold a word and
+    its advice shape; [] when the shape is not ordinary output or its last lines say it finished."""
+    lines = [line for line in tail if WORD.search(line)]
+    if shape != RULES["shape"] or not lines:
+        return []
+    if any(FINISHED.search(line) for line in lines[-RULES["finished_lines"]:]):
+        return []
+    kind = "log-stops-rl" if any(RL.search(line) for line in lines) else "log-stops"
+    last = lines[-1].strip()
+    if len(last) > RULES["last_chars"]:
+        last = last[: RULES["last_chars"] - 3] + "..."
+    return [{"reading": kind, "conclusion": CONCLUSIONS[kind], "guess": True, "first": None,
+             "facts": {"last": last}}]
+
+
+def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
+    return TEXTS[reading["reading"]][lang].format(**reading["facts"])

@@ -1,0 +1,45 @@
+"""A paste that just stops (triage/logends.py): ordinary output with no error names the stall,
+and only when nothing else was found."""
+
+from __future__ import annotations
+
+import pytest
+
+from runbook.library.runbooks import load_library
+from runbook.triage.result import triage_text
+from runbook.triage.series import describe_reading
+from tests.triage.logends_examples import EXAMPLES
+
+LIBRARY = load_library()
+
+
+def test_ordinary_output_that_stops_names_the_stall_and_its_last_line() -> None:
+    result = triage_text(LIBRARY, None, EXAMPLES["nccl_info_then_silence"], "paste")
+    [reading] = result.readings
+    assert (reading["reading"], reading["conclusion"]) == ("log-stops", "training-hang:log-stalled")
+    assert reading["facts"]["last"] == "NCCL INFO Connected all rings"  # as normalised: no host prefix
+    assert result.verdict == "knock-on"
+    assert [(m.runbook, m.conclusion) for m in result.matches] == [("training-hang", "log-stalled")]
+    assert "Connected all rings" in describe_reading(reading, "en")
+    assert "Connected all rings" in describe_reading(reading, "zh")
+
+
+def test_an_rl_job_that_stops_is_an_rl_stage_not_said() -> None:
+    [reading] = triage_text(LIBRARY, None, EXAMPLES["rl_job_then_silence"], "paste").readings
+    assert (reading["reading"], reading["conclusion"]) == ("log-stops-rl", "rlhf-hang:stage-unknown")
+
+
+@pytest.mark.parametrize("text", [
+    EXAMPLES["finished_run"],  # it says it finished
+    "Traceback (most recent call last):\n  File \"train.py\", line 41, in <module>\n",  # cut in a traceback
+    "step 1 loss 2.0\nstep 2 loss 1.9\nstep 3 loss 1.8\n",  # a table of numbers
+    "INFO loading shards\nRuntimeError: something else\n",  # an error line
+])
+def test_no_stall_is_named_when_the_paste_says_something_else(text: str) -> None:
+    readings = triage_text(LIBRARY, None, text, "paste").readings
+    assert not [r for r in readings if r["reading"].startswith("log-stops")], readings
+
+
+def test_the_last_line_said_skips_lines_without_words() -> None:
+    [reading] = triage_text(LIBRARY, None, "INFO init\nINFO loading shards\n#\n", "paste").readings
+    assert reading["facts"]["last"] == "INFO loading shards"
