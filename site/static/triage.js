@@ -169,7 +169,8 @@
       traceback: regex(data.errors.traceback)
     };
     this.logEndsRe = { finished: regex(data.logends.finished), rl: regex(data.logends.rl),
-                       word: regex(data.logends.word) };
+                       word: regex(data.logends.word), pointed: regex(data.logends.pointed),
+                       values: regex(data.logends.values) };
     this.lineRank = regex(data.line_rank);
     this.identity = regex(data.spread.identity);
     this.facts = data.spread.facts.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
@@ -848,6 +849,9 @@
       .filter(function (t) { return re.word.test(t); });
     if (!tail.length) return [];
     if (tail.slice(-rules.finished_lines).some(function (t) { return re.finished.test(t); })) return [];
+    var last = tail.slice(-rules.pointed_lines);
+    if (last.some(function (t) { return re.pointed.test(t); })) return [];
+    if (last.filter(function (t) { return re.values.test(t); }).length >= rules.values_min) return [];
     var kind = tail.some(function (t) { return re.rl.test(t); }) ? "log-stops-rl" : "log-stops";
     var last = Array.from(tail[tail.length - 1].trim());
     last = last.length > rules.last_chars ? last.slice(0, rules.last_chars - 3).join("") + "..." : last.join("");

@@ -34,6 +34,9 @@ def test_an_rl_job_that_stops_is_an_rl_stage_not_said() -> None:
     "Traceback (most recent call last):\n  File \"train.py\", line 41, in <module>\n",  # cut in a traceback
     "step 1 loss 2.0\nstep 2 loss 1.9\nstep 3 loss 1.8\n",  # a table of numbers
     "INFO loading shards\nRuntimeError: something else\n",  # an error line
+    ">>> t.to('cuda:0')\ntensor([0., 0., 0.], device='cuda:0')\n",  # values printed in a session
+    "Model params: 6.28 B\nBooster init max CUDA memory: 3770.59 MB\nmax CPU memory: 7838.21 MB\n",
+    "INFO start\n2023-07-04 08:55:35,252 WARNING services.py:1826 -- The object store is using /tmp\n",
 ])
 def test_no_stall_is_named_when_the_paste_says_something_else(text: str) -> None:
     readings = triage_text(LIBRARY, None, text, "paste").readings

@@ -5,8 +5,9 @@ error, yet an engineer reads them: the job stopped making output after its last 
 is stuck in (or right after) what that line announced, and its stacks say where. Said only when
 nothing else was found (no signature, no error line, no reading of the stacks or the numbers,
 nothing that differs across hosts) and the excerpt is ordinary output (advice.py's `info-only`
-shape): a paste cut inside a traceback or a table of metrics is something else. A last line
-that says the run finished names no stall.
+shape): a paste cut inside a traceback or a table of metrics is something else. Last lines
+that say the run finished name no stall; a warning or values printed in an interactive session
+among them, or mostly values it printed, are what the person points at, not a stall.
 
 Rules and texts are data; the site's triage page applies the same ones (site/triage_export.py).
 """
@@ -24,6 +25,16 @@ RULES: dict[str, Any] = {
                  r"|avg bus bandwidth)\b"),
     # a reinforcement-learning stack (rollout engines beside training): its own stages to place
     "rl": r"\b(?:verl|OpenRLHF|openrlhf|LLMRayActor|RayPPOTrainer|vllm_engine|rollouts?|GRPO|PPO)\b",
+    # what a person points at in the last lines instead of a stall: a warning, or values printed in
+    # an interactive session (a tensor that came out wrong)
+    "pointed": (r"\bWARN(?:ING)?\b|\b[A-Z]\w*Warning\b|warnings\.warn|^\s*(?:>>>|In \[\d+\]:) |"
+                r"\btensor\(\["),
+    "pointed_lines": 5,
+    # ... or values it printed (`Booster init max CUDA memory: 3770.59 MB`, `trainer.world_size=1`):
+    # at least `values_min` of the last `pointed_lines` lines are a name and a number
+    "values": (r"^[>\s]*[A-Za-z_][\w .()/\[\]-]{0,60}?\s*[:=]\s*[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?"
+               r"\s*[A-Za-z%]{0,4}\s*$"),
+    "values_min": 3,
     "last_chars": 160,  # of the last line, quoted
     "finished_lines": 3,  # the last lines the finish is looked for in (nccl-tests ends with `#`)
 }
@@ -42,6 +53,8 @@ TEXTS: dict[str, dict[str, str]] = {
 }
 FINISHED = re.compile(RULES["finished"])
 RL = re.compile(RULES["rl"])
+POINTED = re.compile(RULES["pointed"])
+VALUES = re.compile(RULES["values"])
 WORD = re.compile(r"[A-Za-z0-9\u3400-\u9fff]")  # a line that says something
 
 
@@ -52,6 +65,11 @@ def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
     if shape != RULES["shape"] or not lines:
         return []
     if any(FINISHED.search(line) for line in lines[-RULES["finished_lines"]:]):
+        return []
+    last = lines[-RULES["pointed_lines"]:]
+    if any(POINTED.search(line) for line in last):
+        return []
+    if sum(1 for line in last if VALUES.search(line)) >= RULES["values_min"]:
         return []
     kind = "log-stops-rl" if any(RL.search(line) for line in lines) else "log-stops"
     last = lines[-1].strip()

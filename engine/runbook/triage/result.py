@@ -114,6 +114,7 @@ def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Sour
             on_warning: Any) -> TriageResult:
     scanner = Triage(library, on_warning)
     notes: list[str] = []
+    binary = False
     # with several files, a file names who wrote a line
     scanner.spread.sources = scanner.series.sources = len(readers)
     for source, read in readers:
@@ -123,16 +124,18 @@ def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Sour
             scanner.feed(lines)
         prefix = f"{source.path}: " if len(readers) > 1 else ""
         notes.extend(prefix + note for note in shape.notes())
-    return rank_all(library, kb, scanner, [source for source, _ in readers], notes)
+        binary = binary or shape.binary
+    return rank_all(library, kb, scanner, [source for source, _ in readers], notes, binary)
 
 
 def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, sources: list[Source],
-             notes: list[str]) -> TriageResult:
+             notes: list[str], binary: bool = False) -> TriageResult:
+    """Rank what the scanner found; `binary`: some source looked binary (its "last line" is noise)."""
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
     readings = scanner.stacks.readings() + scanner.series.readings()
     differences = scanner.spread.differences()
-    if not (matches or readings or differences or scanner.errors.any()):
+    if not (matches or readings or differences or scanner.errors.any() or binary):
         readings = logends.readings(list(scanner.tail), shape_of(scanner.tail, "no-error"))
     if not specific:  # what a dump or the numbers name outranks a generic line of the same conclusion
         read = from_readings(library, readings)
