@@ -847,7 +847,7 @@
     if (this.shapeOf(lines, "no-error").id !== rules.shape) return [];
     var tail = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; })
       .filter(function (t) { return re.word.test(t); });
-    if (!tail.length) return [];
+    if (tail.length < rules.min_lines) return [];
     if (tail.slice(-rules.finished_lines).some(function (t) { return re.finished.test(t); })) return [];
     var last = tail.slice(-rules.pointed_lines);
     if (last.some(function (t) { return re.pointed.test(t); })) return [];

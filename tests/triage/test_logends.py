@@ -43,6 +43,12 @@ def test_no_stall_is_named_when_the_paste_says_something_else(text: str) -> None
     assert not [r for r in readings if r["reading"].startswith("log-stops")], readings
 
 
+def test_one_or_two_lines_are_a_quoted_message_not_a_log() -> None:
+    text = "The actor died because its node has died. Node Id: 7f3a\n"
+    assert not triage_text(LIBRARY, None, text, "paste").readings
+
+
 def test_the_last_line_said_skips_lines_without_words() -> None:
-    [reading] = triage_text(LIBRARY, None, "INFO init\nINFO loading shards\n#\n", "paste").readings
+    text = "INFO init\nINFO config read\nINFO loading shards\n#\n"
+    [reading] = triage_text(LIBRARY, None, text, "paste").readings
     assert reading["facts"]["last"] == "INFO loading shards"

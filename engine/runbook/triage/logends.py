@@ -19,6 +19,7 @@ from typing import Any
 
 RULES: dict[str, Any] = {
     "shape": "info-only",  # advice_rules.py's shape of an excerpt of ordinary output
+    "min_lines": 3,  # lines that say something: one or two lines are a quoted message, not a log
     # a last line that says the run ended well: no stall to name
     "finished": (r"(?i)\b(?:training (?:is )?(?:complete|completed|finished|done)|finished training"
                  r"|job (?:finished|completed|succeeded)|all done|exit(?:ed)? with (?:code|status) 0"
@@ -62,7 +63,7 @@ def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
     """The reading of a paste that stops (at most one), from its last lines that hold a word and
     its advice shape; [] when the shape is not ordinary output or its last lines say it finished."""
     lines = [line for line in tail if WORD.search(line)]
-    if shape != RULES["shape"] or not lines:
+    if shape != RULES["shape"] or len(lines) < RULES["min_lines"]:
         return []
     if any(FINISHED.search(line) for line in lines[-RULES["finished_lines"]:]):
         return []
