@@ -976,7 +976,9 @@
   // What the numbers show (series.py), each with the conclusion it points to
   Page.prototype.showReadings = function (readings) {
     var ui = this.ui, box = element("div", "triage-readings");
-    box.appendChild(element("p", "triage-readings-title", ui.triage_numbers));
+    var ends = this.engine.data.logends.texts;  // a paste that just stops: its end, not numbers, is read
+    var title = readings.every(function (r) { return ends[r.reading]; }) ? ui.triage_log_end : ui.triage_numbers;
+    box.appendChild(element("p", "triage-readings-title", title));
     var list = element("ul");
     readings.forEach(function (reading) {
       var item = element("li");
