@@ -27,8 +27,8 @@ from runbook.library.runbooks import load_library
 from runbook.triage.advice import shape_of
 from runbook.triage.lognorm import normalize
 from runbook.triage.ranking import RANKING
+from runbook.triage.readings.series import describe_reading
 from runbook.triage.result import TriageResult, triage_sources
-from runbook.triage.series import describe_reading
 from runbook.triage.sources import Source
 from runbook.triage.verdict import CAUSE, KNOCK_ON
 from tests.site.headless import WAIT_S, browser_marks, chromium

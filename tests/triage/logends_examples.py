@@ -1,4 +1,4 @@
-"""Pastes that just stop (triage/logends.py), shared by the CLI's tests and the site's parity test
+"""Pastes that just stop (triage/readings/logends.py), shared by the CLI's tests and the site's parity test
 (tests/site/test_triage_page.py). Lines follow the real tools' output."""
 
 EXAMPLES = {

@@ -1,4 +1,4 @@
-"""A paste that just stops (triage/logends.py): ordinary output with no error names the stall,
+"""A paste that just stops (triage/readings/logends.py): ordinary output with no error names the stall,
 and only when nothing else was found."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from runbook.library.runbooks import load_library
+from runbook.triage.readings.series import describe_reading
 from runbook.triage.result import triage_text
-from runbook.triage.series import describe_reading
 from tests.triage.logends_examples import EXAMPLES
 
 LIBRARY = load_library()

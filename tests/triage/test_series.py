@@ -1,4 +1,4 @@
-"""Numbers as evidence (triage/series.py): metric lines read as series per rank, through the real
+"""Numbers as evidence (triage/readings/series.py): metric lines read as series per rank, through the real
 `runbook triage` on files. The lines follow the formats trainers print (Megatron-LM's iteration
 line, HF Trainer's dicts, torchtitan's step line, tqdm's rate)."""
 
@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from runbook.library.runbooks import load_library
+from runbook.triage.readings.series import HEAD_BLOCKS, TAIL_BLOCKS, describe_reading
 from runbook.triage.result import triage_sources
 from runbook.triage.scan import BLOCK_LINES
-from runbook.triage.series import HEAD_BLOCKS, TAIL_BLOCKS, describe_reading
 from runbook.triage.sources import Source, expand_inputs
 from tests.triage.series_examples import EXAMPLES, megatron
 

@@ -1,4 +1,4 @@
-"""What differs across hosts and ranks in one paste or directory (triage/spread.py), through the
+"""What differs across hosts and ranks in one paste or directory (triage/readings/spread.py), through the
 real `runbook triage` on files: the hosts come from NCCL's line prefix, a launcher's rank prefix, or
 the file's place in a directory of per-host logs."""
 

@@ -1,4 +1,4 @@
-"""Pasted stack dumps read as evidence (triage/stacks.py): threads rebuilt from py-spy,
+"""Pasted stack dumps read as evidence (triage/readings/stacks.py): threads rebuilt from py-spy,
 faulthandler and gdb text, each process's main thread classified by the stack check's own rules
 (checks/facts/stackframes.py), and the processes compared."""
 
@@ -11,9 +11,9 @@ import pytest
 from runbook.checks.distributed import stack
 from runbook.checks.facts import stackframes
 from runbook.library.runbooks import load_library
+from runbook.triage.readings.stacks import describe_reading
 from runbook.triage.result import triage_sources, triage_text
 from runbook.triage.sources import Source
-from runbook.triage.stacks import describe_reading
 from tests.triage.stack_examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,9 +24,10 @@ from runbook.checks.facts import stackframes
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
-from runbook.triage import errorlines, logends, lognorm, series, sources, spread, stacks
+from runbook.triage import errorlines, lognorm, sources
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
+from runbook.triage.readings import logends, series, spread, stacks
 from runbook.triage.scan import TEXT_MAX
 from runbook.triage.score import is_generic, specificity
 from runbook.triage.verdict import MAX_TAXONOMY

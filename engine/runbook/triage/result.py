@@ -24,17 +24,17 @@ from typing import Any
 
 from runbook.library.kb import KnowledgeBase
 from runbook.library.runbooks import Library
-from runbook.triage import logends
 from runbook.triage.advice import Advice, advise, shape_of
 from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
+from runbook.triage.readings import logends
+from runbook.triage.readings.series import describe as describe_numbers
+from runbook.triage.readings.series import describe_reading
+from runbook.triage.readings.spread import describe
 from runbook.triage.scan import Triage
-from runbook.triage.series import describe as describe_numbers
-from runbook.triage.series import describe_reading
 from runbook.triage.sources import Source
-from runbook.triage.spread import describe
 from runbook.triage.verdict import KNOCK_ON, Match, from_readings, order
 
 SCHEMA = "runbook-triage/v1"

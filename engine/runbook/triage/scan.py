@@ -26,13 +26,13 @@ from runbook.triage.advice_rules import ADVICE
 from runbook.triage.errorlines import ErrorLines, may_hold_error
 from runbook.triage.hits import STDIN, LineHit, SignatureHit
 from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
+from runbook.triage.readings.series import Series
+from runbook.triage.readings.spread import Spread, may_state_facts
+from runbook.triage.readings.stacks import Stacks
 from runbook.triage.regexinfo import Needs, digit_uniform, mask_digits, may_match, required_text
 from runbook.triage.resolver import PatternKey, log_patterns
 from runbook.triage.score import is_generic, kept_lines, specificity
-from runbook.triage.series import Series
 from runbook.triage.sources import Source, line_rank, line_time
-from runbook.triage.spread import Spread, may_state_facts
-from runbook.triage.stacks import Stacks
 from runbook.triage.verdict import Match, rank
 
 BLOCK_LINES = 4096

@@ -28,9 +28,9 @@ from runbook.triage.hits import LineHit, SignatureHit
 from runbook.triage.ordering import order as order_by_ranking
 from runbook.triage.ordering import position, role_rank
 from runbook.triage.ranking import RANKING
+from runbook.triage.readings.series import HEALTHY, describe_reading
 from runbook.triage.resolver import PatternKey, TaxonomyResolver
 from runbook.triage.score import strength
-from runbook.triage.series import HEALTHY, describe_reading
 
 MAX_TAXONOMY = 3
 CAUSE, KNOCK_ON, SIMILAR = "cause", "knock-on", "similar"

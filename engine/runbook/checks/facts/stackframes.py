@@ -1,7 +1,7 @@
 """Where a thread waits, from its frames: the rules the `stack` check and `runbook triage` share.
 
 A frame is a dict with `filename`, `name` (the function) and, for a native frame, `module` or a
-`.so` filename, as py-spy's JSON gives it; triage/stacks.py builds the same dicts from a pasted
+`.so` filename, as py-spy's JSON gives it; triage/readings/stacks.py builds the same dicts from a pasted
 py-spy, faulthandler or gdb dump. `classify(frames)` (innermost frame first) returns
 (waits, op): the first RULES entry any frame matches, innermost first, else a native CUDA
 synchronize or c10d wait (NATIVE), else socket/file I/O (IO), else ("running", None).

@@ -56,7 +56,7 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
         print()
         _print_match(rank, match, lang, runbook, many_files=len(result.sources) > 1)
     if result.differences and result.verdict != "no-error":  # no-error: the summary says it
-        from runbook.triage.spread import describe
+        from runbook.triage.readings.spread import describe
 
         print()
         print(describe(result.differences, lang))
@@ -72,8 +72,8 @@ def _print_readings(result: TriageResult, lang: str, library: object) -> None:
     """What the stack dumps and the numbers show (the no-error summary already says it) and the
     conclusions they point to that the matches above do not already name, with the runbook that
     confirms each on the nodes."""
-    from runbook.triage.series import HEALTHY
-    from runbook.triage.series import describe as describe_numbers
+    from runbook.triage.readings.series import HEALTHY
+    from runbook.triage.readings.series import describe as describe_numbers
 
     zh = lang == "zh"
     print()

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from runbook.triage import logends, stacks
+from runbook.triage.readings import logends, stacks
+from runbook.triage.readings.spread import who_wrote
 from runbook.triage.sources import Source, line_rank
-from runbook.triage.spread import who_wrote
 
 # A printed value: 2.31, 1,234, 7.1E+00, .5, and for loss and grad norm nan / inf.
 _VALUE = (r"([-+]?[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9]+(?:[eE][-+]?[0-9]+)?"
