@@ -1,0 +1,50 @@
+"""Message families read by their own words, each checked on a line copied from a public thread
+(the URL beside it): what an engineer reading the line would conclude, not the string of one
+thread. The corpus measures accuracy; these pin one family each."""
+
+from __future__ import annotations
+
+import pytest
+
+from runbook.library.runbooks import load_library
+from runbook.triage.result import triage_text
+
+LIBRARY = load_library()
+
+CASES = [
+    # vLLM's KV cache cannot hold one request of max_model_len: its own conclusion, not "batch too big"
+    ("https://github.com/vllm-project/vllm/issues/2418",
+     "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be "
+     "stored in KV cache (3664). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+     "when initializing the engine.",
+     "cuda-oom:kv-cache-too-small"),
+    # less free at start-up than gpu_memory_utilization asks for: something else holds the GPU
+    ("https://github.com/pytorch/pytorch/issues/175666",
+     "[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:1 "
+     "(19.77/22.05 GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB). Decrease "
+     "GPU memory utilization or reduce GPU memory used by other processes.",
+     "cuda-oom:gpu-held-by-other-process"),
+    # CUDA error 802 in two torch versions' words: an NVSwitch system without its fabric manager
+    ("https://github.com/huggingface/huggingface_hub/issues/4134",
+     "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+     "calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized",
+     "gpu-driver-hang:gpu-unavailable"),
+    ("https://github.com/pytorch/pytorch/issues/35710",
+     "RuntimeError: cuda runtime error (802) : system not yet initialized at "
+     "/opt/conda/conda-bld/pytorch_1579022034529/work/aten/src/THC/THCGeneral.cpp:50",
+     "gpu-driver-hang:gpu-unavailable"),
+    # the DataLoader's own timeout: the main thread waited that long for a batch
+    ("https://github.com/pytorch/pytorch/issues/68643",
+     "RuntimeError: DataLoader timed out after 5 seconds",
+     "training-hang:dataloader-worker-stuck"),
+]
+
+
+@pytest.mark.parametrize(("url", "line", "conclusion"), CASES,
+                         ids=[c[0].split("github.com/")[1] for c in CASES])
+def test_a_family_is_read_by_its_words(url: str, line: str, conclusion: str) -> None:
+    result = triage_text(LIBRARY, None, line + "\n", url)
+    first = result.matches[0]
+    assert f"{first.runbook}:{first.conclusion}" == conclusion, [
+        (m.runbook, m.conclusion, m.role) for m in result.matches]
+    assert result.verdict == "cause"
