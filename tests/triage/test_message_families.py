@@ -33,6 +33,10 @@ CASES = [
      "RuntimeError: cuda runtime error (802) : system not yet initialized at "
      "/opt/conda/conda-bld/pytorch_1579022034529/work/aten/src/THC/THCGeneral.cpp:50",
      "gpu-driver-hang:gpu-unavailable"),
+    # InfiniBand pins its buffers: a verbs call that cannot allocate memory is `ulimit -l` (the thread's fix)
+    ("https://github.com/NVIDIA/nccl-tests/issues/206",
+     "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory",
+     "nccl-errors:resource-limit"),
     # the DataLoader's own timeout: the main thread waited that long for a batch
     ("https://github.com/pytorch/pytorch/issues/68643",
      "RuntimeError: DataLoader timed out after 5 seconds",
