@@ -124,6 +124,8 @@ def summarise(rows: list[dict[str, object]], split: str) -> dict[str, object]:
             "said_nothing_useful": sum(not r["says_something"] for r in mine),
             "no_error_logs_answered_no_error": sum(r["verdict"] == "no-error" for r in clean),
             "no_error_logs_with_a_conclusion": sum(bool(r["wanted"]) for r in clean),
+            # of those, named first (by what differs, the numbers, a dump, or where the paste stops)
+            "no_error_conclusion_top1": sum(bool(r["wanted"]) and bool(r["conclusion1"]) for r in clean),
             "named_by_comparing_hosts": sum(bool(r["compared"]) for r in clean),
             "named_by_reading_numbers": sum(bool(r["read_numbers"]) for r in clean)}
 
