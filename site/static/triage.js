@@ -695,7 +695,8 @@
       } else if (s.metric === "loss_scale") { // series._scale
         var drops = 0, last = points[points.length - 1];
         for (var d = 1; d < points.length; d++) if (points[d].value < points[d - 1].value) drops += 1;
-        if (drops >= rules.scale_drops && last.value <= rules.scale_low) {
+        if ((drops >= rules.scale_drops && last.value <= rules.scale_low)
+            || (drops >= rules.scale_run_drops && points[0].value <= rules.scale_run_start)) {
           out.push(reading("loss-scale-collapses", last.where, { who: who, drops: drops,
             start: points[0].value, end: last.value }));
         }

@@ -27,6 +27,10 @@ def overflow(scale: int) -> str:
 EXAMPLES: dict[str, str] = {
     # DeepSpeed's fp16 scale halved on every step down to 8: overflow at any scale
     "loss-scale-collapses": lines(*(overflow(2 ** k) for k in range(16, 3, -1))),
+    # from DeepSpeed's default 2^16 it kept halving, to 512: overflow after overflow
+    "loss-scale-keeps-falling": lines(*(overflow(2 ** k) for k in range(16, 9, -1))),
+    # ... and two drops from 2^16 at the start: the scale finding its level
+    "loss-scale-settling": lines(*(overflow(2 ** k) for k in range(16, 13, -1))),
     # ... and from 2^32 to 2^24 at the start: calibration, not a fault
     "loss-scale-calibrating": lines(*(overflow(2 ** k) for k in range(32, 24, -1))),
     # a rank's resident memory, as WeNet's logger prints it, growing from 5 GB to 212 GB

@@ -130,6 +130,14 @@ def test_a_loss_scale_that_keeps_halving_is_fp16_overflow(tmp_path: Path) -> Non
     assert (found["facts"]["start"], found["facts"]["end"], found["facts"]["drops"]) == (32768, 8, 12)
 
 
+def test_a_loss_scale_that_keeps_falling_from_its_usual_start_is_fp16_overflow(tmp_path: Path) -> None:
+    _, [found] = readings_of(tmp_path, "loss-scale-keeps-falling")
+    assert found["conclusion"] == "nan-loss:fp16-overflow"
+    assert (found["facts"]["start"], found["facts"]["end"], found["facts"]["drops"]) == (32768, 512, 6)
+    _, settling = readings_of(tmp_path, "loss-scale-settling")
+    assert not [r for r in settling if r["reading"] == "loss-scale-collapses"]
+
+
 def test_the_loss_scale_calibrating_at_the_start_is_no_fault(tmp_path: Path) -> None:
     """DeepSpeed starting at 2^32 halves on its first steps until the scale fits: not an overflow."""
     _, found = readings_of(tmp_path, "loss-scale-calibrating")

@@ -96,6 +96,11 @@ RULES: dict[str, float] = {
     # (healthy fp16 runs settle at 2^10..2^16; below 2^7 even tiny scales overflow)
     "scale_drops": 3,
     "scale_low": 128,
+    # ... or, from no more than the usual start (2^16, DeepSpeed's and Apex's default), it kept falling:
+    # this many drops (64x) is overflow after overflow, not the first steps' calibration. A run that
+    # starts at 2^32 calibrates through many drops and is left to the rule above.
+    "scale_run_drops": 6,
+    "scale_run_start": 65536,
     # host memory grows: the last quarter's mean at least this many times the first quarter's,
     # and at least this many GiB more
     "rss_ratio": 1.5,
@@ -139,9 +144,9 @@ TEXTS: dict[str, dict[str, str]] = {
               "other {peers} ({ratio}×)",
         "zh": "{slow} 比其他 rank 慢：它的{metric}为 {value}，其余 {peers} 个为 {others}（{ratio} 倍）"},
     "loss-scale-collapses": {
-        "en": "the fp16 loss scale{who} fell {drops} times, from {start} to {end}: gradients overflow "
-              "even at a small scale",
-        "zh": "fp16 的损失缩放因子{who}下降了 {drops} 次，从 {start} 降到 {end}：即使缩放很小梯度仍然溢出"},
+        "en": "the fp16 loss scale{who} fell {drops} times, from {start} to {end}: the gradients "
+              "overflow step after step",
+        "zh": "fp16 的损失缩放因子{who}下降了 {drops} 次，从 {start} 降到 {end}：梯度一步接一步地溢出"},
     "host-memory-grows": {
         "en": "the resident memory{who} grows from {start} GiB to {end} GiB over {count} values",
         "zh": "常驻内存{who}在 {count} 个值中从 {start} GiB 增长到 {end} GiB"},
@@ -340,7 +345,9 @@ def _quarters(points: list[Point]) -> tuple[int, float, float]:
 def _scale(points: list[Point], who: str) -> list[dict[str, Any]]:
     drops = sum(b.value < a.value for a, b in zip(points, points[1:], strict=False))
     end = points[-1].value
-    if drops < RULES["scale_drops"] or end > RULES["scale_low"]:
+    collapsed = drops >= RULES["scale_drops"] and end <= RULES["scale_low"]
+    kept_falling = drops >= RULES["scale_run_drops"] and points[0].value <= RULES["scale_run_start"]
+    if not (collapsed or kept_falling):
         return []
     # exact: a scale is a power of two, 65536 and not 65540
     return [_reading("loss-scale-collapses", points[-1].where, who=who, drops=drops,
