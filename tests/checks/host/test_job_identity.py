@@ -172,7 +172,9 @@ def test_a_log_ending_in_a_crash_is_a_run_that_ended_whatever_runs_its_script(pr
     script = tmp_path / "train.py"
     script.write_text(SLEEP)
     env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1"}
-    previous = procs([sys.executable, str(script), "--run", "1"], stdout=subprocess.DEVNULL, env=env)
+    started = tmp_path / "previous.out"  # its interpreter is up (not only exec'd) before the check looks
+    with started.open("w") as out:
+        previous = procs([sys.executable, str(script), "--run", "1"], ready=started, stdout=out, env=env)
     log = tmp_path / "train.log"
     log.write_text(f"step 1 | loss 2.0\nTraceback (most recent call last):\n"
                    f'  File "{script}", line 3, in <module>\n'
@@ -180,8 +182,9 @@ def test_a_log_ending_in_a_crash_is_a_run_that_ended_whatever_runs_its_script(pr
     result = process.run({"log": str(log)}, make_ctx(10.0))
     assert result["found"] is False and result["job_exited"] is True
     assert "torch.OutOfMemoryError" in result["reason"] and "the job has exited" in result["reason"]
-    [entry] = [f for f in result["foreign"] if f["pid"] == previous.pid]
-    assert "another run" in entry["why"]
+    found = [f for f in result["foreign"] if f["pid"] == previous.pid]
+    assert len(found) == 1, result  # the whole result when it is not listed
+    assert "another run" in found[0]["why"]
 
 
 @pytest.mark.parametrize(("tail", "crash"), [
