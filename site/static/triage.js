@@ -281,13 +281,14 @@
     return (date + " " + g.time + frac).trim();
   };
 
-  // errorlines.ErrorLines.see: true for an exception line, "error" for another error line
+  // errorlines.ErrorLines.see: "exception", "error", "traceback" (its first line or a frame), or null
   Engine.prototype.errorKind = function (text) {
     var lowered = text.toLowerCase();
     if (!this.errors.keywords.some(function (k) { return lowered.indexOf(k) >= 0; })) return null;
     if (this.errors.notError.test(text)) return null;
     if (this.errors.exception.test(text)) return "exception";
-    return this.errors.error.test(text) ? "error" : null;
+    if (this.errors.error.test(text)) return "error";
+    return this.errors.traceback.test(text) ? "traceback" : null;
   };
 
   // What one log shows: {lines, matches (ranked), verdict, errorLine}
@@ -833,13 +834,7 @@
 
   // errorlines.ErrorLines.any: some line reads as an exception, an error or a traceback's line
   Engine.prototype.anyErrorLike = function (lines) {
-    var errors = this.errors;
-    return lines.some(function (line) {
-      var text = line.text, lowered = text.toLowerCase();
-      if (!errors.keywords.some(function (k) { return lowered.indexOf(k) >= 0; })) return false;
-      if (errors.notError.test(text)) return false;
-      return errors.exception.test(text) || errors.error.test(text) || errors.traceback.test(text);
-    });
+    return lines.some(function (line) { return this.errorKind(line.text) !== null; }, this);
   };
 
   // logends.readings: ordinary output that just stops names the stall (or an RL job's unknown stage)
@@ -850,9 +845,9 @@
       .filter(function (t) { return re.word.test(t); });
     if (tail.length < rules.min_lines) return [];
     if (tail.slice(-rules.finished_lines).some(function (t) { return re.finished.test(t); })) return [];
-    var last = tail.slice(-rules.pointed_lines);
-    if (last.some(function (t) { return re.pointed.test(t); })) return [];
-    if (last.filter(function (t) { return re.values.test(t); }).length >= rules.values_min) return [];
+    var recent = tail.slice(-rules.pointed_lines);
+    if (recent.some(function (t) { return re.pointed.test(t); })) return [];
+    if (recent.filter(function (t) { return re.values.test(t); }).length >= rules.values_min) return [];
     var kind = tail.some(function (t) { return re.rl.test(t); }) ? "log-stops-rl" : "log-stops";
     var last = Array.from(tail[tail.length - 1].trim());
     last = last.length > rules.last_chars ? last.slice(0, rules.last_chars - 3).join("") + "..." : last.join("");

@@ -66,9 +66,8 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
         "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
                    "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS),
                    "traceback": _js(errorlines.TRACEBACK)},
-        "logends": {"rules": {k: v for k, v in logends.RULES.items()
-                              if not isinstance(v, str) or k == "shape"},  # patterns go as regexes
-                    "finished": _js(logends.FINISHED), "rl": _js(logends.RL), "word": _js(logends.WORD),
+        "logends": {"rules": logends.RULES, "finished": _js(logends.FINISHED), "rl": _js(logends.RL),
+                    "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
                     "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
         "time": _js(sources.TIMESTAMP),

@@ -67,10 +67,10 @@ def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
         return []
     if any(FINISHED.search(line) for line in lines[-RULES["finished_lines"]:]):
         return []
-    last = lines[-RULES["pointed_lines"]:]
-    if any(POINTED.search(line) for line in last):
+    recent = lines[-RULES["pointed_lines"]:]
+    if any(POINTED.search(line) for line in recent):
         return []
-    if sum(1 for line in last if VALUES.search(line)) >= RULES["values_min"]:
+    if sum(1 for line in recent if VALUES.search(line)) >= RULES["values_min"]:
         return []
     kind = "log-stops-rl" if any(RL.search(line) for line in lines) else "log-stops"
     last = lines[-1].strip()
