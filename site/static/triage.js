@@ -879,8 +879,69 @@
       if (!groups[key]) { groups[key] = []; keys.push(key); }
       groups[key].push(hit);
     });
+    keys = this.refine(groups, keys);
     var matches = keys.map(function (key) { return this.match(key, groups[key]); }, this);
     return this.ranking.order(matches);
+  };
+
+  // verdict._refine: a conclusion's hits move to a more specific one where their lines' facts say so
+  Engine.prototype.refine = function (groups, keys) {
+    this.data.ranking.refine.forEach(function (rule) {
+      var hits = groups[rule.conclusion];
+      if (!hits || !this.data.conclusions[rule.becomes]) return;
+      var byNo = {};
+      hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l.text; }); });
+      var texts = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; })
+        .map(function (no) { return byNo[no]; });
+      if (rule.fact[0] !== "cuda_oom" || this.oomFacts(texts)[rule.fact[1]] !== true) return;
+      if (!groups[rule.becomes]) { groups[rule.becomes] = []; keys.push(rule.becomes); }
+      groups[rule.becomes] = groups[rule.becomes].concat(hits);
+      delete groups[rule.conclusion];
+      keys = keys.filter(function (key) { return key !== rule.conclusion; });
+    }, this);
+    return keys;
+  };
+
+  // checks/facts/cuda_oom: what the last allocator message says of memory held outside the process
+  Engine.prototype.oomFacts = function (texts) {
+    var o = this.data.oom, fields = {}, facts = {}, last = null;
+    if (!this.oomRe) {
+      this.oomRe = { process: regex(o.process, "g") };
+      Object.keys(o.fields).forEach(function (name) { fields[name] = regex(o.fields[name]); });
+      this.oomRe.fields = fields;
+    }
+    texts.forEach(function (t) {
+      if (t.indexOf("CUDA out of memory") >= 0 && t.indexOf("Tried to allocate") >= 0) last = t;
+    });
+    if (last === null) return facts;
+    function mib(number, unit) {
+      var value = parseFloat(number);
+      return isNaN(value) || o.units[unit] === undefined ? null : Math.round(value * o.units[unit] * 100) / 100;
+    }
+    Object.keys(o.fields).forEach(function (name) { // cuda_oom._size: the first (number, unit) pair
+      var m = this.oomRe.fields[name].exec(last);
+      var groups = m ? m.slice(1).filter(function (g) { return g !== undefined; }) : [];
+      facts[name] = groups.length >= 2 ? mib(groups[0], groups[1]) : null;
+    }, this);
+    var others = [], re = this.oomRe.process, m;
+    re.lastIndex = 0;
+    while ((m = re.exec(last)) !== null) others.push(mib(m[2], m[3]) || 0);
+    var total = facts.total_mib, free = facts.free_mib, own = facts.this_process_mib, uncounted = 0;
+    var pytorch = facts.allocated_by_pytorch_mib, reserved = facts.reserved_unallocated_mib;
+    var selfListed = own === null && others.length === 1 && pytorch !== null && reserved !== null &&
+      (pytorch + reserved) * o.self_min_share <= others[0] && others[0] <= pytorch + reserved + o.context_max_mib;
+    if (own === null && selfListed) own = others[0];
+    else if (own === null && others.length === 0 && facts.reserved_total_mib !== null) {
+      own = facts.reserved_total_mib; uncounted = o.context_max_mib; // PyTorch's memory alone
+    }
+    if (total === null || free === null || own === null) return facts;
+    var elsewhere = Math.round(Math.max(total - free - own, 0) * 100) / 100, beyond = elsewhere - uncounted;
+    facts.elsewhere_mib = elsewhere;
+    facts.held_elsewhere = beyond >= o.others_min_mib && beyond >= o.others_min_share * total;
+    if (facts.requested_mib !== null) {
+      facts.caused_elsewhere = facts.held_elsewhere && facts.requested_mib <= free + elsewhere;
+    }
+    return facts;
   };
 
   // verdict._match: the hits of one conclusion, strongest first, as one match

@@ -41,6 +41,17 @@ CASES = [
     ("https://github.com/pytorch/pytorch/issues/68643",
      "RuntimeError: DataLoader timed out after 5 seconds",
      "training-hang:dataloader-worker-stuck"),
+    # an OOM's own numbers: 22 GiB of the card in use outside this process's 9.46 GiB (no process named)
+    ("https://github.com/QwenLM/Qwen/issues/715",
+     " CUDA out of memory. Tried to allocate 96.00 MiB (GPU 3; 31.74 GiB total capacity; 9.44 GiB already "
+     "allocated; 11.38 MiB free; 9.46 GiB reserved in total by PyTorch) If reserved memory is >> allocated "
+     "memory try setting max_split_size_mb to avoid fragmentation.",
+     "cuda-oom:gpu-held-by-other-process"),
+    # ... and a small card where what is not PyTorch's is the CUDA context: the job's own size
+    ("https://github.com/JDAI-CV/centerX/issues/51",
+     "whyCUDA out of memory. Tried to allocate 130.00 MiB (GPU 1; 7.80 GiB total capacity; 5.91 GiB already "
+     "allocated; 33.56 MiB free; 6.09 GiB reserved in total by PyTorch)",
+     "cuda-oom:oom-batch-or-model"),
 ]
 
 

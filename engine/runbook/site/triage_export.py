@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from runbook.checks.facts import stackframes
+from runbook.checks.facts import cuda_oom, stackframes
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
@@ -89,6 +89,11 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                    "frames": {"rules": stackframes.RULES, "native": stackframes.NATIVE,
                               "io_files": stackframes.IO_FILES, "io_suffixes": stackframes.IO_SUFFIXES,
                               "io_funcs": stackframes.IO_FUNCS, "so_file": stackframes.SO_FILE.pattern}},
+        # checks/facts/cuda_oom: the numbers of an OOM message that the ranking's `refine` reads
+        "oom": {"fields": {name: _js(regex) for name, regex in cuda_oom.FIELDS.items()},
+                "process": _js(cuda_oom.PROCESS), "units": cuda_oom.MIB_PER_UNIT,
+                "others_min_mib": cuda_oom.OTHERS_MIN_MIB, "others_min_share": cuda_oom.OTHERS_MIN_SHARE,
+                "context_max_mib": cuda_oom.CONTEXT_MAX_MIB, "self_min_share": cuda_oom.SELF_MIN_SHARE},
         "signatures": signatures,
         "conclusions": conclusions,
     }

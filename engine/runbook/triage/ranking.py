@@ -40,6 +40,10 @@ object, so a change to the ranking is made here and nowhere else. Everything her
   `None` drops the rule.
 - `lines`: `kept`: the first and the last matched lines kept per signature and file; `shown`:
   matched lines shown per match, `shown_first` of them from the start and the rest from the end.
+- `refine`: the facts of a match's own lines (checks/facts/, the numbers in the message) that
+  move it to a more specific conclusion of the same failure: when the `fact` (family, name) of
+  the lines of a match of `conclusion` is true, the match is `becomes`' (merged with a match
+  already there). The runbook's own branches decide the same from the same facts.
 """
 
 from __future__ import annotations
@@ -89,4 +93,10 @@ RANKING: dict[str, Any] = {
     ],
     "by_time": {"within": ["role", "generic", "catch_all"]},
     "lines": {"kept": 3, "shown": 10, "shown_first": 3},
+    "refine": [
+        # an OOM with enough memory in use outside the process for the request (cuda-oom's
+        # gpu-state branches read the same fact)
+        {"conclusion": "cuda-oom:oom-batch-or-model", "fact": ["cuda_oom", "caused_elsewhere"],
+         "becomes": "cuda-oom:gpu-held-by-other-process"},
+    ],
 }

@@ -139,8 +139,31 @@ def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey,
         book_id, conclusion = located
         grouped.setdefault((book_id, conclusion.id), []).append(hit)
         named[(book_id, conclusion.id)] = conclusion
+    _refine(library, grouped, named)
     matches = [_match(library, key, named[key], group) for key, group in grouped.items()]
     return order(matches)
+
+
+def _refine(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]],
+            named: dict[tuple[str, str], Conclusion]) -> None:
+    """Move the hits of a conclusion to a more specific one where their lines' facts say so (the
+    ranking's `refine` rules), merged with that conclusion's own hits when it has some."""
+    for rule in RANKING["refine"]:
+        book, _, conclusion = rule["conclusion"].partition(":")
+        key = (book, conclusion)
+        hits = grouped.get(key)
+        if not hits:
+            continue
+        family, name = rule["fact"]
+        lines = sorted({(h.source.path, h.line_no): h.whole for hit in hits for h in hit.lines()}.items())
+        facts = message_facts.extract([whole for _, whole in lines]).get(family) or {}
+        book_id, _, conclusion_id = rule["becomes"].partition(":")
+        runbook = library.get(book_id)
+        if facts.get(name) is not True or runbook is None or conclusion_id not in runbook.conclusions:
+            continue
+        target = (book_id, conclusion_id)
+        grouped.setdefault(target, []).extend(grouped.pop(key))
+        named[target] = runbook.conclusions[conclusion_id]
 
 
 def order(matches: list[Match]) -> list[Match]:

@@ -15,7 +15,8 @@ FIELDS = {
     "count", "kind", "requested_mib", "gpu", "total_mib", "free_mib", "this_process_mib",
     "other_processes", "other_processes_count", "other_processes_mib", "allocated_by_pytorch_mib",
     "reserved_unallocated_mib", "already_allocated_mib", "reserved_total_mib",
-    "self_listed_as_other", "held_by_others", "caused_by_others",
+    "self_listed_as_other", "held_by_others", "caused_by_others", "elsewhere_mib", "held_elsewhere",
+    "caused_elsewhere",
 }
 
 
@@ -87,3 +88,33 @@ def test_others_caused_the_oom_only_when_the_request_would_have_fit_without_them
             "Including non-PyTorch memory, this process has 6.00 GiB memory in use.")
     small = cuda_oom.parse([line])
     assert small is not None and small["caused_by_others"] is True
+
+
+@pytest.mark.parametrize(("case_id", "held"), [
+    ("old-format-held-outside-pytorch", True),  # 22 GiB of 31.74 in use outside PyTorch
+    ("old-format-reserved-in-total", False),  # 948 MiB: the CUDA context on a 4 GiB card
+    ("old-format-gpu-1", False),
+])
+def test_memory_in_use_outside_the_process(case_id: str, held: bool) -> None:
+    facts = cuda_oom.parse(lines_of(case_id))
+    assert facts is not None
+    assert facts["held_elsewhere"] is held
+    assert facts["caused_elsewhere"] is held  # each request was small: it fits wherever it is held
+
+
+def test_memory_elsewhere_counts_this_process_in_full_when_the_message_says_it() -> None:
+    # Constructed from the 2.1 format: no process listed (a container cannot see the others), this
+    # process has 4 GiB of a 16 GiB card, 0 free: 12 GiB is held by something the message cannot name.
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+            "capacity of 16.00 GiB of which 0 bytes is free. Including non-PyTorch memory, this process has "
+            "4.00 GiB memory in use. Of the allocated memory 3.00 GiB is allocated by PyTorch, and 0 bytes "
+            "is reserved by PyTorch but unallocated.")
+    facts = cuda_oom.parse([line])
+    assert facts is not None
+    outside = (facts["elsewhere_mib"], facts["held_elsewhere"], facts["caused_elsewhere"])
+    assert outside == (12288.0, True, True)
+    # Two listed processes and no "this process has": which one is the job is unknown.
+    two = line.replace("Including non-PyTorch memory, this process has 4.00 GiB memory in use.",
+                       "Process 1 has 4.00 GiB memory in use. Process 2 has 12.00 GiB memory in use.")
+    facts = cuda_oom.parse([two])
+    assert facts is not None and (facts["elsewhere_mib"], facts["held_elsewhere"]) == (None, None)

@@ -22,7 +22,7 @@ _PREFIX = re.compile(
     r"\s*(?:\[rank\d+\]:|\[\d+,\d+\]<std(?:out|err)>:|\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\)"
     r"|\[[\w|.\-]+\]:|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[\d.,]*)"
 )
-_MIB_PER_UNIT = {"bytes": 1 / 1048576, "B": 1 / 1048576, "KiB": 1 / 1024, "MiB": 1.0,
+MIB_PER_UNIT = {"bytes": 1 / 1048576, "B": 1 / 1048576, "KiB": 1 / 1024, "MiB": 1.0,
                  "GiB": 1024.0, "TiB": 1048576.0}
 UNIT = r"(bytes|KiB|MiB|GiB|TiB|B)"  # the units PyTorch prints sizes in
 
@@ -52,7 +52,7 @@ def strip_prefixes(line: str) -> str:
 def to_mib(number: str, unit: str) -> float | None:
     """`2.00`, `GiB` -> 2048.0; None when the number does not parse."""
     try:
-        return round(float(number) * _MIB_PER_UNIT[unit], 2)
+        return round(float(number) * MIB_PER_UNIT[unit], 2)
     except (KeyError, ValueError):
         return None
 

@@ -38,6 +38,16 @@ last `CUDA out of memory` message that carries them; `count` and `kind` cover ev
   in what they held plus what was free: without them the allocation succeeds. False when it would
   not (a request larger than the GPU is the job's own problem, whoever else is there); None when
   held_by_others is None or a number is missing
+- elsewhere_mib: memory in use on the GPU outside this process: total - free - what this process
+  holds ("this process has"; the one listed process when it is this one; else what PyTorch
+  reserved, the only figure the 2.0-and-earlier message gives). None when the message lacks one
+  of them (or lists processes without saying which is this one)
+- held_elsewhere: True when that memory, less 2 GiB where the figure for this process leaves out
+  its CUDA context and libraries' workspaces (PyTorch's reservation alone), is at least 1024 MiB
+  and at least 10% of the GPU: another process (another rank on the same GPU, a leftover run, a
+  process in another container that the message cannot list) held it. None when elsewhere_mib is
+- caused_elsewhere: held_elsewhere and the request would have fit in that memory plus what was
+  free; None when held_elsewhere is None or the request is not given
 """
 
 from __future__ import annotations
@@ -47,10 +57,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from runbook.checks.facts._text import MAX_ITEMS, UNIT, clipped, int_or_none, to_mib
+from runbook.checks.facts._text import MIB_PER_UNIT as MIB_PER_UNIT  # the page's copy reads it here
 
 _SIZE = r"([\d.]+) ?" + UNIT
 _DRIVER = re.compile(r"CUDA error: ?out of memory|cuda runtime error \(2\) : out of memory")
-_FIELDS = {
+FIELDS = {
     "requested_mib": re.compile(r"Tried to allocate " + _SIZE),
     "total_mib": re.compile(r"total capaci?ty of " + _SIZE + r"|\(GPU \d+; " + _SIZE + " total capacity"),
     "free_mib": re.compile(r"of which " + _SIZE + r" is free|; " + _SIZE + " free;"),
@@ -61,10 +72,12 @@ _FIELDS = {
     "reserved_total_mib": re.compile(r"; " + _SIZE + r" (?:reserved in total by PyTorch|cached\))"),
 }
 _GPU = re.compile(r"\(GPU (\d+);|GPU (\d+) has a total capac")
-_PROCESS = re.compile(r"Process (\d+) has " + _SIZE + " memory in use")
-_OTHERS_MIN_MIB = 1024.0  # other processes must hold this much ...
-_OTHERS_MIN_SHARE = 0.10  # ... and this share of the GPU to count as holding it
-_CONTEXT_MAX_MIB = 2048.0  # what a process may hold beyond PyTorch's own memory (CUDA context)
+PROCESS = re.compile(r"Process (\d+) has " + _SIZE + " memory in use")
+OTHERS_MIN_MIB = 1024.0  # other processes must hold this much ...
+OTHERS_MIN_SHARE = 0.10  # ... and this share of the GPU to count as holding it
+CONTEXT_MAX_MIB = 2048.0  # what a process may hold beyond PyTorch's own memory (CUDA context)
+SELF_MIN_SHARE = 0.98  # a listed process holding this share of PyTorch's memory or more may be this one
+# The site's triage page reads the same numbers with these (site/triage_export.py).
 
 
 def parse(lines: Sequence[str]) -> dict[str, Any] | None:
@@ -90,13 +103,13 @@ def parse(lines: Sequence[str]) -> dict[str, Any] | None:
 def numbers(message: str) -> dict[str, Any]:
     """The numbers one allocator message gives (None for those it does not)."""
     facts: dict[str, Any] = {}
-    for name, pattern in _FIELDS.items():
+    for name, pattern in FIELDS.items():
         m = pattern.search(message)
         facts[name] = _size(m)
     m = _GPU.search(message)
     facts["gpu"] = int_or_none(m.group(1) or m.group(2)) if m else None
     others = [{"pid": int(p.group(1)), "mib": to_mib(p.group(2), p.group(3))}
-              for p in _PROCESS.finditer(message)]
+              for p in PROCESS.finditer(message)]
     facts["other_processes"] = others[:MAX_ITEMS]
     facts["other_processes_count"] = len(others)
     facts["other_processes_mib"] = round(sum((o["mib"] or 0.0 for o in others), 0.0), 2)
@@ -109,11 +122,31 @@ def judge(facts: dict[str, Any]) -> dict[str, Any]:
     held: bool | None = None
     total, others = facts["total_mib"], facts["other_processes_mib"]
     if facts["this_process_mib"] is not None and total:
-        held = others >= _OTHERS_MIN_MIB and others >= _OTHERS_MIN_SHARE * total
+        held = others >= OTHERS_MIN_MIB and others >= OTHERS_MIN_SHARE * total
     elif self_listed:
         held = False
+    elsewhere, held_elsewhere = _elsewhere(facts, self_listed)
+    caused_elsewhere = None
+    if held_elsewhere is not None and facts["requested_mib"] is not None and facts["free_mib"] is not None:
+        caused_elsewhere = held_elsewhere and facts["requested_mib"] <= facts["free_mib"] + (elsewhere or 0.0)
     return {"self_listed_as_other": self_listed, "held_by_others": held,
-            "caused_by_others": _caused(facts, held)}
+            "caused_by_others": _caused(facts, held), "elsewhere_mib": elsewhere,
+            "held_elsewhere": held_elsewhere, "caused_elsewhere": caused_elsewhere}
+
+
+def _elsewhere(facts: dict[str, Any], self_listed: bool) -> tuple[float | None, bool | None]:
+    """elsewhere_mib and held_elsewhere, by the rules in the module docstring."""
+    total, free = facts["total_mib"], facts["free_mib"]
+    own, uncounted = facts["this_process_mib"], 0.0
+    if own is None and self_listed:
+        own = facts["other_processes"][0]["mib"]
+    elif own is None and facts["other_processes_count"] == 0 and facts["reserved_total_mib"] is not None:
+        own, uncounted = facts["reserved_total_mib"], CONTEXT_MAX_MIB  # PyTorch's memory alone
+    if total is None or free is None or own is None:
+        return None, None
+    elsewhere = round(max(total - free - own, 0.0), 2)
+    beyond = elsewhere - uncounted
+    return elsewhere, beyond >= OTHERS_MIN_MIB and beyond >= OTHERS_MIN_SHARE * total
 
 
 def _caused(facts: dict[str, Any], held: bool | None) -> bool | None:
@@ -132,7 +165,7 @@ def _self_listed(facts: dict[str, Any]) -> bool:
         return False
     held_by_pytorch = allocated + reserved
     listed: float = facts["other_processes"][0]["mib"] or 0.0
-    return bool(held_by_pytorch * 0.98 <= listed <= held_by_pytorch + _CONTEXT_MAX_MIB)
+    return bool(held_by_pytorch * SELF_MIN_SHARE <= listed <= held_by_pytorch + CONTEXT_MAX_MIB)
 
 
 def _size(m: re.Match[str] | None) -> float | None:
