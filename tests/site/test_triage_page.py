@@ -426,25 +426,28 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
 OOM_NUMBERS = {
     # verbatim, https://github.com/QwenLM/Qwen/issues/715: 22 GiB in use outside PyTorch
     "outside-pytorch": (
-        " CUDA out of memory. Tried to allocate 96.00 MiB (GPU 3; 31.74 GiB total capacity; 9.44 GiB already "
-        "allocated; 11.38 MiB free; 9.46 GiB reserved in total by PyTorch) If reserved memory is >> allocated "
-        "memory try setting max_split_size_mb to avoid fragmentation.", "cuda-oom:gpu-held-by-other-process"),
+        " CUDA out of memory. Tried to allocate 96.00 MiB (GPU 3; 31.74 GiB total capacity; "
+        "9.44 GiB already allocated; 11.38 MiB free; 9.46 GiB reserved in total by PyTorch) "
+        "If reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
+        "fragmentation.", "cuda-oom:gpu-held-by-other-process"),
     # verbatim, https://github.com/Strawberry-Eat-Mango/PCT_Pytorch/issues/27: the CUDA context alone
     "context-only": (
-        "RuntimeError: CUDA out of memory. Tried to allocate 16.00 MiB (GPU 0; 3.94 GiB total capacity; 2.98 GiB "
-        "already allocated; 14.25 MiB free; 3.00 GiB reserved in total by PyTorch)", "cuda-oom:oom-batch-or-model"),
+        "RuntimeError: CUDA out of memory. Tried to allocate 16.00 MiB (GPU 0; 3.94 GiB total "
+        "capacity; 2.98 GiB already allocated; 14.25 MiB free; 3.00 GiB reserved in total by "
+        "PyTorch)", "cuda-oom:oom-batch-or-model"),
     # constructed from the 2.1 format: this process 4 GiB of 16, nobody listed (a container)
     "unlisted-in-container": (
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
-        "16.00 GiB of which 0 bytes is free. Including non-PyTorch memory, this process has 4.00 GiB memory in "
-        "use. Of the allocated memory 3.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
-        "unallocated.", "cuda-oom:gpu-held-by-other-process"),
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+        "total capacity of 16.00 GiB of which 0 bytes is free. Including non-PyTorch memory, "
+        "this process has 4.00 GiB memory in use. Of the allocated memory 3.00 GiB is allocated "
+        "by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.",
+        "cuda-oom:gpu-held-by-other-process"),
     # constructed: PyTorch lists itself (no "this process has") and holds nearly the whole card
     "self-listed": (
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-        "16.00 GiB of which 100.00 MiB is free. Process 4242 has 15.80 GiB memory in use. Of the allocated memory "
-        "15.00 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.",
-        "cuda-oom:oom-batch-or-model"),
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 16.00 GiB of which 100.00 MiB is free. Process 4242 has 15.80 GiB "
+        "memory in use. Of the allocated memory 15.00 GiB is allocated by PyTorch, and 300.00 "
+        "MiB is reserved by PyTorch but unallocated.", "cuda-oom:oom-batch-or-model"),
 }
 
 

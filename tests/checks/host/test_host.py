@@ -50,6 +50,20 @@ def test_this_machine(make_ctx) -> None:
     assert result["oom_count"] == len(result["oom_kills"])
 
 
+def test_a_log_written_since_the_boot(tmp_path: Path, make_ctx) -> None:
+    fresh, stale = tmp_path / "train-1.log", tmp_path / "train-0.log"
+    fresh.write_text("step 1\n")
+    stale.write_text("step 0\n")
+    booted = time.time() - _procfs.uptime()
+    os.utime(stale, (booted - 60, booted - 60))  # last written a minute before this machine booted
+    assert host.run({"log": str(fresh)}, make_ctx())["log_since_boot"] is True
+    assert host.run({"log": str(stale)}, make_ctx())["log_since_boot"] is False
+    newest = host.run({"log": str(tmp_path / "train-*.log")}, make_ctx())
+    assert newest["log_since_boot"] is True
+    assert host.run({"log": str(tmp_path / "none.log")}, make_ctx())["log_since_boot"] is None
+    assert host.run({}, make_ctx())["log_since_boot"] is None
+
+
 def test_missing_path_and_full_disk(tmp_path: Path, make_ctx) -> None:
     result = host.run({"paths": [str(tmp_path / "nope"), str(tmp_path)]}, make_ctx())
     assert result["disks"][str(tmp_path / "nope")] is None

@@ -14,6 +14,7 @@ from typing import Any
 
 from runbook.checks import _kernel_log, _procfs
 from runbook.checks.base import CheckContext
+from runbook.checks.log import log_files
 
 NAME = "host"
 SUMMARY = {
@@ -28,6 +29,8 @@ PARAMS: dict[str, Any] = {
                   "description": "Paths the job writes (checkpoints, logs, caches): free space of each"},
         "oom_window_s": {"type": "number", "exclusiveMinimum": 0, "default": 86400,
                          "description": "Report OOM kills of the last this many seconds"},
+        "log": {"type": "string", "description": "The job's log (glob allowed: the newest match): whether "
+                                                 "it was written since the node booted"},
     },
     "additionalProperties": False,
 }
@@ -39,6 +42,11 @@ RESULT_FIELDS = {
                   "zh": "节点的开机时间（ISO 8601，本地时间）"},
     "recent_reboot": {"type": "boolean", "en": "The node booted less than an hour ago",
                       "zh": "节点在一小时内重启过"},
+    "log_since_boot": {"type": "boolean",
+                       "en": "The job's log (`log`) was written after the node booted: the job ran since, so "
+                             "the boot did not end it; null without a log",
+                       "zh": "作业日志（`log`）在节点启动之后写过：作业在此后运行过，启动并没有终止它；"
+                             "没有日志时为 null"},
     "load_avg": {"type": "array", "en": "Load average over 1, 5 and 15 minutes",
                  "zh": "1、5、15 分钟平均负载"},
     "cpu_count": {"type": "integer", "en": "Logical CPUs", "zh": "逻辑 CPU 数"},
@@ -95,6 +103,7 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
         "uptime_s": round(uptime, 1),
         "boot_time": _kernel_log.iso(time.time() - uptime),
         "recent_reboot": uptime < _RECENT_BOOT_S,
+        "log_since_boot": _written_since(params.get("log"), uptime),
         "load_avg": load,
         "cpu_count": cpus,
         "load_per_core": round(load[0] / cpus, 2) if load else None,
@@ -107,6 +116,12 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     }
     result.update(_oom(ctx, float(params.get("oom_window_s") or 86400)))
     return result
+
+
+def _written_since(log: str | None, uptime: float) -> bool | None:
+    """Whether the newest file `log` names was modified after the boot (None: no such file)."""
+    files = log_files.matching_files(log) if log else []
+    return files[0]["age_s"] < uptime if files else None
 
 
 def _load_avg() -> list[float] | None:
