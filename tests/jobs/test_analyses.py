@@ -90,6 +90,22 @@ def test_rank_map_missing_partial_and_complete() -> None:
     assert unanswered["taxonomy"] == ["hardware.host"] and "n3 did not answer" in unanswered["finding"]["en"]
 
 
+def test_a_finding_names_sixteen_hosts_and_counts_the_rest() -> None:
+    # 1,000 nodes of a 1,000-rank job, 40 of them idle and 10 unanswered: the sentence stays short,
+    # the lists stay whole (a finding is copied onto every node it concerns).
+    rank = lambda r: {"processes": [{"rank": r, "world_size": 1000}]}  # noqa: E731
+    results: dict[str, Any] = {f"n{i:04d}": rank(i) for i in range(950)}
+    results.update({f"n{i:04d}": {"processes": []} for i in range(950, 990)})
+    results.update({f"n{i:04d}": None for i in range(990, 1000)})
+    out = jobs.run_analysis("rank-map", results)
+    assert len(out["hosts"]) == 50 and out["ranks"] == list(range(950, 1000))
+    assert "n0965 and 24 more run no rank" in out["finding"]["en"]
+    assert "n0999 did not answer" in out["finding"]["en"] and "等另外" not in out["finding"]["en"]
+    assert "等另外 24 个 上没有 rank" in out["finding"]["zh"]
+    complete = jobs.run_analysis("rank-map", {f"n{r:04d}": rank(r) for r in range(1000)})["finding"]["en"]
+    assert complete.endswith("n0015: 15 and 984 more)") and len(complete) < 400
+
+
 def test_drift_names_the_setting_and_the_node_that_differs() -> None:
     results = {n: {"settings": {"NCCL_SOCKET_IFNAME": "ib0", "NCCL_IB_DISABLE": "0"}, "pid": i}
                for i, n in enumerate(("n1", "n2", "n3"))}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from runbook.jobs.words import named
+
 MAX_NAMED = 6  # differing fields named in the finding
 # Fields that differ on every node by nature: ids, times, sizes.
 _SKIP = ("pid", "duration", "age", "time", "uptime", "hostname", "node", "_s", "_at", "count",
@@ -44,7 +46,7 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
         for node, value in odd.items():
             nodes[node]["suspect"] = True
             nodes[node]["differs"][path] = value
-        shown = ", ".join(f"{_who(node, ranks)}: {_show(v)}" for node, v in sorted(odd.items()))
+        shown = named([f"{_who(node, ranks)}: {_show(v)}" for node, v in sorted(odd.items())])
         parts_en.append(f"{path} is {_show(usual)} on most nodes but {shown}")
         parts_zh.append(f"{path} 在多数节点上是 {_show(usual)}，但 {shown}")
     more = len(parts_en) - MAX_NAMED

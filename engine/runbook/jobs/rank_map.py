@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runbook.jobs.words import ranges, ranks_word
+from runbook.jobs.words import named, ranges, ranks_word
 
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
@@ -40,19 +40,19 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
     if not missing:
         return {"verdict": "complete", "ranks": sorted(ranks), "nodes": nodes,
                 "finding": {"en": f"all {expected} ranks run ({_where(found)})",
-                            "zh": f"全部 {expected} 个 rank 都在运行（{_where(found)}）"}}
+                            "zh": f"全部 {expected} 个 rank 都在运行（{_where(found, 'zh')}）"}}
     hosts = idle + unanswered
     present = ranges(sorted(ranks))
     en = f"{ranks_word(missing)} of {expected} missing: ranks {present or 'none'} found"
     zh = f"应有 {expected} 个 rank，缺少 {ranks_word(missing, 'zh')}：找到的是 {present or '无'}"
     if idle:
         one = len(idle) == 1
-        en += (f"; {', '.join(idle)} run{'s' if one else ''} no rank while {'its' if one else 'their'}"
+        en += (f"; {named(idle)} run{'s' if one else ''} no rank while {'its' if one else 'their'}"
                " peers wait")
-        zh += f"；{', '.join(idle)} 上没有 rank，而其他节点在等待"
+        zh += f"；{named(idle, 'zh', '、')} 上没有 rank，而其他节点在等待"
     if unanswered:
-        en += f"; {', '.join(unanswered)} did not answer"
-        zh += f"；{', '.join(unanswered)} 没有应答"
+        en += f"; {named(unanswered)} did not answer"
+        zh += f"；{named(unanswered, 'zh', '、')} 没有应答"
     taxonomy = ["hardware.host"] if unanswered and not idle else ["launch.rendezvous"]
     return {"verdict": "missing-ranks", "problem": True, "taxonomy": taxonomy, "ranks": missing,
             "hosts": hosts, "expected": expected, "found": sorted(ranks), "nodes": nodes,
@@ -85,5 +85,5 @@ def _world_sizes(result: dict[str, Any] | None) -> list[int]:
     return [s for s in sizes if isinstance(s, int) and s > 0]
 
 
-def _where(found: dict[str, set[int]]) -> str:
-    return "; ".join(f"{node}: {ranges(sorted(r))}" for node, r in sorted(found.items()) if r)
+def _where(found: dict[str, set[int]], lang: str = "en") -> str:
+    return named([f"{node}: {ranges(sorted(r))}" for node, r in sorted(found.items()) if r], lang, "; ")

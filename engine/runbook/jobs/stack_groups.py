@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runbook.jobs.words import ranges, ranks_word
+from runbook.jobs.words import named, ranges, ranks_word
 
 _RENDEZVOUS = ("init_process_group", "rendezvous", "_store_based_barrier", "next_rendezvous",
                "_create_c10d_store", "_new_process_group_helper", "TCPStore")
@@ -131,8 +131,8 @@ def _rendezvous(results: dict[str, dict[str, Any]], waiting: list[dict[str, Any]
         en += ": a rank or host never joined"
         zh += "：有 rank 或主机没有加入"
     if masters:
-        en += f" (store {', '.join(masters)})"
-        zh += f"（store {', '.join(masters)}）"
+        en += f" (store {named(masters)})"
+        zh += f"（store {named(masters, 'zh', '、')}）"
     return {"verdict": "rendezvous", "problem": True, "taxonomy": ["launch.rendezvous"],
             "ranks": waiting_ranks, "hosts": sorted({r["node"] for r in waiting}), "world_size": world,
             "found": found,

@@ -22,3 +22,16 @@ def ranks_word(ranks: list[int], lang: str = "en") -> str:
     if lang == "zh":
         return f"rank {ranges(ranks)}"
     return f"rank{'s' if len(set(ranks)) > 1 else ''} {ranges(ranks)}"
+
+
+NAMED_MAX = 16  # hosts named in one finding; the rest are counted (a finding is read, not parsed)
+
+
+def named(items: list[str], lang: str = "en", sep: str = ", ") -> str:
+    """`a, b, c`: at most NAMED_MAX of the items, then `and N more` (zh: `等另外 N 个`). The job's
+    result keeps every host in its lists (`hosts`, `nodes`); only its sentence stops."""
+    shown = sep.join(items[:NAMED_MAX])
+    more = len(items) - NAMED_MAX
+    if more <= 0:
+        return shown
+    return shown + (f" 等另外 {more} 个" if lang == "zh" else f" and {more} more")

@@ -43,38 +43,53 @@ def job_entry(verdict: Any, lang: str) -> dict[str, Any]:
 def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"node": outcome.node.name, "status": outcome.status,
                              "path": list(outcome.path)}
-    if outcome.finding:
-        entry["finding"] = outcome.finding.get(lang) or next(iter(outcome.finding.values()))
-    if outcome.conclusion is not None:
-        c, rb = outcome.conclusion, outcome.conclusion_runbook
-        entry["conclusion"] = {
-            "id": c.id,
-            "runbook": rb.id if rb else None,
-            "severity": c.severity, "taxonomy": list(c.taxonomy), "title": c.title.get(lang),
-            "basis": c.basis, "generic": c.generic,
-            "explanation": c.explanation.get(lang),
-            "fixes": [{"title": f.title.get(lang), "body": f.body.get(lang) if f.body else None,
-                       "run": cmd, "effect": f.effect,
-                       **({"result": fix_results[(outcome.node.name, i)]}
-                          if fix_results and (outcome.node.name, i) in fix_results else {})}
-                      for i, (f, cmd) in enumerate(zip(c.fixes, outcome.fix_commands
-                                                       or [f.run for f in c.fixes], strict=True))],
-            "see_also": list(c.see_also),
-        }
-    else:
-        entry["conclusion"] = None
+    finding = finding_text(outcome, lang)
+    if finding is not None:
+        entry["finding"] = finding
+    entry["conclusion"] = conclusion_entry(outcome, lang, fix_results)
     findings = job_findings(outcome, lang)
     if findings:
         entry["job_findings"] = findings
     if outcome.reason:
         entry["reason"] = outcome.reason
-    entry["evidence"] = [
-        {"step": e.step, "check": e.check, "result": e.result, "duration_s": e.duration_s,
-         "goto": e.goto, "when": e.when, "decided_by": e.decided_by,
-         **({"notes": e.notes} if e.notes else {})}
-        for e in outcome.evidence
-    ]
+    entry["evidence"] = [evidence_item(e) for e in outcome.evidence]
     return entry
+
+
+def finding_text(outcome: NodeOutcome, lang: str) -> str | None:
+    """The conclusion's finding in `lang` (else the first language it has); None without one."""
+    if not outcome.finding:
+        return None
+    return outcome.finding.get(lang) or next(iter(outcome.finding.values()))
+
+
+def conclusion_entry(outcome: NodeOutcome, lang: str,
+                     fix_results: FixResults | None = None) -> dict[str, Any] | None:
+    """The node's conclusion as the report holds it, its fixes' commands rendered for the node."""
+    if outcome.conclusion is None:
+        return None
+    c, rb = outcome.conclusion, outcome.conclusion_runbook
+    return {
+        "id": c.id,
+        "runbook": rb.id if rb else None,
+        "severity": c.severity, "taxonomy": list(c.taxonomy), "title": c.title.get(lang),
+        "basis": c.basis, "generic": c.generic,
+        "explanation": c.explanation.get(lang),
+        "fixes": [{"title": f.title.get(lang), "body": f.body.get(lang) if f.body else None,
+                   "run": cmd, "effect": f.effect,
+                   **({"result": fix_results[(outcome.node.name, i)]}
+                      if fix_results and (outcome.node.name, i) in fix_results else {})}
+                  for i, (f, cmd) in enumerate(zip(c.fixes, outcome.fix_commands
+                                                   or [f.run for f in c.fixes], strict=True))],
+        "see_also": list(c.see_also),
+    }
+
+
+def evidence_item(e: Any) -> dict[str, Any]:
+    """One step's evidence as the report holds it."""
+    return {"step": e.step, "check": e.check, "result": e.result, "duration_s": e.duration_s,
+            "goto": e.goto, "when": e.when, "decided_by": e.decided_by,
+            **({"notes": e.notes} if e.notes else {})}
 
 
 def job_findings(outcome: NodeOutcome, lang: str) -> list[dict[str, Any]]:

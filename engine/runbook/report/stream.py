@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -71,10 +72,7 @@ class JsonLinesReporter(SilentReporter):
     def on_node_done(self, outcome: Any) -> None:
         if self._out is None or self._texts is None or self._decided is None:  # not started
             return
-        from runbook.report.build import node_entry
-
-        entry = node_entry(outcome, self.lang)
-        text = self._entry_text(entry, outcome, self._texts, self._decided)
+        text = self._entry_text(outcome, self._texts, self._decided)
         self._out.write(f'{{"type":"node","entry":{text}}}\n')
         self._out.flush()
         self.written += 1
@@ -98,41 +96,67 @@ class JsonLinesReporter(SilentReporter):
             print(f"runbook: report written to {self.output}", file=sys.stderr)
         self._out = None
 
-    def _entry_text(self, entry: dict[str, Any], outcome: Any, texts: _Texts, decided_texts: _Texts) -> str:
-        """The entry as JSON text (redacted): what `dumps(redactor.data(entry))` gives, with the
-        evidence steps and the conclusion taken from the texts of earlier nodes with the same."""
+    def _entry_text(self, outcome: Any, texts: _Texts, decided_texts: _Texts) -> str:
+        """The node's entry as JSON text (redacted): what `dumps(redactor.data(node_entry(...)))`
+        gives, each part taken from the texts of earlier nodes with the same and built (as
+        report/build.py builds it) only when no earlier node had it."""
+        from runbook.report.build import conclusion_entry, evidence_item, finding_text, job_findings
+
+        lang = self.lang
         # The node's name, then its status, path, finding and reason: the same on many nodes.
-        pieces = ['{"node":', dumps(self._redactor.data(entry["node"], "node"))[:-1]]
-        rest = {k: v for k, v in entry.items() if k not in ("node", "conclusion", "evidence", "job_findings")}
-        key = tuple((k, tuple(v) if type(v) is list else v) for k, v in rest.items())
-        try:
-            text = texts.get(("own", key), None, rest)
-        except TypeError:  # a value that cannot be a key (none today): written for this node alone
-            text = dumps(self._redactor.data(rest))[:-1]
-        pieces.append("," + text[1:-1])
-        if "job_findings" in entry:  # the same for every node with the same history (`jobs`)
-            key = ("job_findings", id(outcome.jobs))
-            pieces.append(',"job_findings":' + texts.get(key, outcome.jobs, entry["job_findings"]))
-        conclusion = entry.get("conclusion")
-        if conclusion is None:
+        pieces = ['{"node":', dumps(self._redactor.data(outcome.node.name, "node"))[:-1]]
+        finding, reason = finding_text(outcome, lang), outcome.reason
+
+        def own() -> dict[str, Any]:
+            fields = {"status": outcome.status, "path": list(outcome.path)}
+            fields.update({"finding": finding} if finding is not None else {})
+            return {**fields, **({"reason": reason} if reason else {})}
+
+        key: Any = ("own", outcome.status, tuple(outcome.path), finding, reason or None)
+        pieces.append("," + texts.get(key, None, own)[1:-1])
+        # the same for every node with the same history (`jobs`); none is written as no field
+        findings = texts.get(("job_findings", id(outcome.jobs)), outcome.jobs,
+                             lambda: job_findings(outcome, lang))
+        if findings != "[]":
+            pieces.append(',"job_findings":' + findings)
+        if outcome.conclusion is None:
             pieces.append(',"conclusion":null')
         else:
             key = ("conclusion", id(outcome.conclusion), tuple(outcome.fix_commands or ()))
-            pieces.append(',"conclusion":' + texts.get(key, outcome.conclusion, conclusion))
+            pieces.append(',"conclusion":' + texts.get(key, outcome.conclusion,
+                                                        lambda: conclusion_entry(outcome, lang)))
         steps = []
-        for item, evidence in zip(entry["evidence"], outcome.evidence, strict=True):
+        for evidence in outcome.evidence:
             # `decided_by` apart: where a condition reads the node, it holds this node's own values.
-            key = (item["step"], item["check"], id(evidence.result), item["goto"], item["when"],
+            key = (evidence.step, evidence.check, id(evidence.result), evidence.goto, evidence.when,
                    tuple(evidence.notes))
-            rest = {k: v for k, v in item.items() if k not in ("duration_s", "decided_by")}
-            text = texts.get(key, evidence.result, rest)
-            decided = decided_texts.get(id(evidence.decided_by), evidence.decided_by, evidence.decided_by)
-            duration = item["duration_s"]  # a rounded float: JSON writes it as repr does
+            text = texts.get(key, evidence.result, lambda e=evidence: {
+                k: v for k, v in evidence_item(e).items() if k not in ("duration_s", "decided_by")})
+            decided = self._decided_text(evidence.decided_by, decided_texts)
+            duration = evidence.duration_s  # a rounded float: JSON writes it as repr does
             duration = (repr(duration) if type(duration) is float and math.isfinite(duration)
                         else json.dumps(duration))
             steps.append(f'{{"duration_s":{duration},"decided_by":{decided},{text[1:]}')
         pieces.append(',"evidence":[' + ",".join(steps) + "]}")
         return "".join(pieces)
+
+    def _decided_text(self, decided_by: dict[str, Any], texts: _Texts) -> str:
+        """`decided_by` as JSON text: one text per dict shared by nodes that decided alike; a dict
+        of a node's own (its conditions read the node) is written item by item, each value that
+        is not the node's own (a path from `node`) taken from its text for earlier nodes."""
+        known = texts.known.get(id(decided_by))
+        if known is not None:
+            return known[1]
+        parts = []
+        for path, value in decided_by.items():
+            if path.startswith("node"):  # the node's own values (`node.name`): one text each
+                parts.append(dumps(self._redactor.data({path: value}))[1:-2])
+            else:
+                key = ("item", path, value if type(value) is str else id(value))
+                parts.append(texts.get(key, value, lambda p=path, v=value: {p: v})[1:-1])
+        text = "{" + ",".join(parts) + "}"
+        texts.put(id(decided_by), decided_by, text)
+        return text
 
     def _write(self, line: dict[str, Any]) -> None:
         assert self._out is not None
@@ -148,15 +172,19 @@ class _Texts:
         self.redactor = redactor
         self.known: dict[Any, tuple[Any, str]] = {}
 
-    def get(self, key: Any, keep: Any, value: Any) -> str:
+    def get(self, key: Any, keep: Any, make: Callable[[], Any]) -> str:
+        """The text of `make()`'s value, made only for the first key of its kind."""
         known = self.known.get(key)
         if known is not None:
             return known[1]
-        text = dumps(self.redactor.data(value))[:-1]
+        text = dumps(self.redactor.data(make()))[:-1]
+        self.put(key, keep, text)
+        return text
+
+    def put(self, key: Any, keep: Any, text: str) -> None:
         if len(self.known) >= TEXTS_CAP:
             self.known.clear()  # the next distinct contents start afresh
         self.known[key] = (keep, text)
-        return text
 
 
 def forget_evidence(outcome: Any) -> None:
