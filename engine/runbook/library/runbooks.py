@@ -63,6 +63,8 @@ class Library:
     results: list[LoadResult] = field(default_factory=list)
     by_id: dict[str, LoadResult] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # derived(): name -> (the runbooks it was derived from, by identity; the value)
+    _derived: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def get(self, runbook_id: str) -> Runbook | None:
         result = self.by_id.get(runbook_id)
@@ -95,8 +97,15 @@ class Library:
 
     def derived(self, name: str, compute: Callable[[], T], valid: Callable[[Any], bool]) -> T:
         """What `compute` derives from the whole library (`name` names it): an indexed library
-        keeps it in the load cache; this one just computes it."""
-        return compute()
+        keeps it in the load cache; this one keeps it while its runbooks stay the same objects (a
+        process that triages many logs with one library derives it once)."""
+        key = (name, tuple(id(result) for result in self.by_id.values()))
+        known = self._derived.get(name)
+        if known is not None and known[0] == key:
+            return known[1]  # type: ignore[no-any-return]
+        value = compute()
+        self._derived[name] = (key, value)
+        return value
 
 
 def runbook_rows(library: Library, lang: str) -> list[dict[str, Any]]:
