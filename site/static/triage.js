@@ -271,6 +271,16 @@
     return reads && !this.prefix.test(line);
   };
 
+  // scan._line_hit: a line's own time, else the nearest one in the time_lookback lines above it
+  // (Python looks within its block of 4096 lines; a paste that long may differ at a block's edge)
+  Engine.prototype.timeNear = function (line, lines) {
+    var time = this.timeOf(line.raw);
+    for (var i = line.idx - 1; time === null && i >= 0 && i >= line.idx - this.data.time_lookback; i--) {
+      time = this.timeOf(lines[i].raw);
+    }
+    return time;
+  };
+
   // sources.line_time: "YYYY-MM-DD HH:MM:SS[.ffffff]" (date when the line has one), or null
   Engine.prototype.timeOf = function (raw) {
     var found = this.lineTime.exec(Array.from(raw.slice(0, 160)).slice(0, 80).join(""));
@@ -297,11 +307,11 @@
     if (raw.length && raw[raw.length - 1] === "" && /[\r\n]$/.test(text)) raw.pop();
     if (raw.length === 1 && raw[0] === "") raw = [];
     var joined = this.joinWrapped(raw);
-    var lines = joined.map(function (piece) {
-      return { no: piece.first, raw: piece.text, text: this.normalise(piece.text) };
+    var lines = joined.map(function (piece, idx) {
+      return { no: piece.first, raw: piece.text, text: this.normalise(piece.text), idx: idx };
     }, this);
     var hits = this.scan(lines);
-    var matches = this.rank(hits);
+    var matches = this.rank(hits, lines);
     var readings = this.stackReadings(lines).concat(this.readings(lines));
     var differences = this.differences(lines);
     if (!matches.length && !readings.length && !differences.length && !this.anyErrorLike(lines)) {
@@ -872,7 +882,7 @@
   };
 
   // verdict.rank: one match per (runbook, conclusion), in the ranking's order
-  Engine.prototype.rank = function (hits) {
+  Engine.prototype.rank = function (hits, lines) {
     var groups = {}, keys = [];
     hits.forEach(function (hit) {
       var key = hit.sig.runbook + ":" + hit.sig.conclusion;
@@ -880,7 +890,7 @@
       groups[key].push(hit);
     });
     keys = this.refine(groups, keys);
-    var matches = keys.map(function (key) { return this.match(key, groups[key]); }, this);
+    var matches = keys.map(function (key) { return this.match(key, groups[key], lines); }, this);
     return this.ranking.order(matches);
   };
 
@@ -945,7 +955,7 @@
   };
 
   // verdict._match: the hits of one conclusion, strongest first, as one match
-  Engine.prototype.match = function (key, hits) {
+  Engine.prototype.match = function (key, hits, lines) {
     var ranking = this.ranking;
     hits.forEach(function (h) {
       h.strength = ranking.formula("signature", "strength",
@@ -961,7 +971,7 @@
     var names = { weight: best.sig.weight, count: best.count, generic: generic, score: score };
     return {
       key: key, runbook: best.sig.runbook, conclusion: best.sig.conclusion, info: this.data.conclusions[key],
-      role: role, generic: generic, score: score, first: first, hits: hits, time: this.timeOf(first.raw),
+      role: role, generic: generic, score: score, first: first, hits: hits, time: this.timeNear(first, lines),
       confidence: ranking.confidence("signature", names, role), lines: ranking.shownLines(hits)
     };
   };

@@ -47,6 +47,19 @@ CASES = [
      "allocated; 11.38 MiB free; 9.46 GiB reserved in total by PyTorch) If reserved memory is >> allocated "
      "memory try setting max_split_size_mb to avoid fragmentation.",
      "cuda-oom:gpu-held-by-other-process"),
+    # TCPStore's own timeouts: the rendezvous never completed
+    ("https://github.com/hiyouga/LlamaFactory/issues/5587",
+     "torch.distributed.DistStoreError: Socket Timeout",
+     "ddp-errors:rendezvous-incomplete"),
+    ("https://github.com/modelscope/ms-swift/issues/3343",
+     "[W228 18:45:15.741177013 socket.cpp:487] [c10d] waitForInput: socket SocketImpl(fd=11, "
+     "addr=[xxxxxx.com]:38674, remote=[::ffff:33.148.62.162]:23456) timed out after 900000ms",
+     "ddp-errors:rendezvous-incomplete"),
+    # torchrun's SIGKILL report: killed from outside, probably the OOM killer (no kernel record here)
+    ("https://github.com/hiyouga/LlamaFactory/issues/9609",
+     "E1212 20:01:21.662000 115287 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+     "(exitcode: -9) local_rank: 7 (pid: 115533) of binary: /usr/bin/python3",
+     "host-faults:killed-likely-oom"),
     # ... and a small card where what is not PyTorch's is the CUDA context: the job's own size
     ("https://github.com/JDAI-CV/centerX/issues/51",
      "whyCUDA out of memory. Tried to allocate 130.00 MiB (GPU 1; 7.80 GiB total capacity; 5.91 GiB already "
@@ -63,3 +76,15 @@ def test_a_family_is_read_by_its_words(url: str, line: str, conclusion: str) -> 
     assert f"{first.runbook}:{first.conclusion}" == conclusion, [
         (m.runbook, m.conclusion, m.role) for m in result.matches]
     assert result.verdict == "cause"
+
+
+def test_enotconn_on_a_socket_is_no_dead_mount() -> None:
+    # https://github.com/hiyouga/LlamaFactory/issues/9609: NCCL's socket to a killed peer
+    line = ("[2025-12-12 20:00:58] H-server03:115530:115931 [0] misc/socket.cc:936 NCCL WARN Call to "
+            "shutdown failed: Transport endpoint is not connected")
+    result = triage_text(LIBRARY, None, line + "\n", "nccl")
+    assert "host-faults:storage-hung" not in [f"{m.runbook}:{m.conclusion}" for m in result.matches]
+    # a FUSE mount that died under the job: the file command names the path
+    dead = "ls: cannot access '/mnt/s3/ckpt': Transport endpoint is not connected"
+    first = triage_text(LIBRARY, None, dead + "\n", "fuse").matches[0]
+    assert f"{first.runbook}:{first.conclusion}" == "host-faults:storage-hung"

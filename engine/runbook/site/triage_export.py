@@ -28,7 +28,7 @@ from runbook.triage import errorlines, lognorm, sources
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
 from runbook.triage.readings import logends, series, spread, stacks
-from runbook.triage.scan import TEXT_MAX
+from runbook.triage.scan import TEXT_MAX, TIME_LOOKBACK
 from runbook.triage.score import is_generic, specificity
 from runbook.triage.verdict import MAX_TAXONOMY
 
@@ -70,7 +70,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                     "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
                     "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
-        "time": _js(sources.TIMESTAMP),
+        "time": _js(sources.TIMESTAMP), "time_lookback": TIME_LOOKBACK,
         "line_rank": _js(sources.LINE_RANK),
         "spread": {"identity": _js(spread.IDENTITY_RE), "max_shown": spread.MAX_SHOWN,
                    "text_max": spread.TEXT_MAX,
