@@ -192,8 +192,9 @@ def _shape(results: dict[str, Any], ranks: dict[int, dict[str, Any]], v: dict[st
         finding["zh"] += f"；{named_hosts(empty, 'zh', '、')} 上没有转储"
     hosts = sorted({s["node"] for s in suspects} | set(unanswered)
                    | (set(empty) if verdict == "missing-ranks" else set()))
+    host_set, empty_set = set(hosts), set(empty)  # membership per node: never a list's scan
     nodes: dict[str, dict[str, Any]] = {
-        node: {"suspect": node in hosts, "ranks": [], "no_dump": node in empty} for node in results}
+        node: {"suspect": node in host_set, "ranks": [], "no_dump": node in empty_set} for node in results}
     for rank, info in sorted(ranks.items()):
         nodes[info["node"]]["ranks"].append(rank)
     return {"verdict": verdict, "problem": verdict != "in-sync", "taxonomy": list(_TAXONOMY.get(verdict, [])),

@@ -35,8 +35,9 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
                                   "the others run on nodes not asked about",
                             "zh": f"所给节点上运行着 {expected} 个 rank 中的 {ranges(sorted(ranks))}；"
                                   "其余 rank 在未被检查的节点上"}}
-    nodes = {node: {"suspect": node in idle or node in unanswered, "ranks": sorted(found[node]),
-                    "no_rank": node in idle} for node in results}
+    idle_set, unanswered_set = set(idle), set(unanswered)  # membership per node: never a list's scan
+    nodes = {node: {"suspect": node in idle_set or node in unanswered_set, "ranks": sorted(found[node]),
+                    "no_rank": node in idle_set} for node in results}
     if not missing:
         return {"verdict": "complete", "ranks": sorted(ranks), "nodes": nodes,
                 "finding": {"en": f"all {expected} ranks run ({_where(found)})",
