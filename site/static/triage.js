@@ -832,14 +832,16 @@
     return hits;
   };
 
+  // errorlines.ErrorLines.query_line: the last exception line, else error line, else traceback line
   Engine.prototype.errorLine = function (lines) {
-    var exception = null, error = null;
+    var exception = null, error = null, traceback = null;
     for (var i = 0; i < lines.length; i++) {
       var kind = this.errorKind(lines[i].text);
       if (kind === "exception") exception = lines[i];
       else if (kind === "error") error = lines[i];
+      else if (kind === "traceback") traceback = lines[i];
     }
-    return exception || error;
+    return exception || error || traceback;
   };
 
   // errorlines.ErrorLines.any: some line reads as an exception, an error or a traceback's line

@@ -101,3 +101,30 @@ def test_cli_prints_the_advice(lang: str, tmp_path: Path) -> None:
     assert head + ADVICE["shapes"][1]["text"][lang] in out.stdout, out.stdout
     assert "grep -n -A 60 'Traceback (most recent call last)' LOG | tail -n 80" in out.stdout
     assert "python -m torch.utils.collect_env" in out.stdout
+
+
+CUT_IN_RENDEZVOUS = """Traceback (most recent call last):
+  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/run.py", line 919, in main
+    run(args)
+  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", \
+line 1110, in next_rendezvous
+"""
+
+
+def test_a_cut_traceback_is_compared_by_its_library_frames(library_and_kb) -> None:
+    """Where the traceback was cut says what the program did: torch's rendezvous frames resemble
+    the rendezvous; a frame of the user's own script (its path, `main`) resembles nothing, and the
+    answer says so instead of a conclusion chosen by the words of a home directory."""
+    library, kb = library_and_kb
+    rendezvous = triage_text(library, kb, CUT_IN_RENDEZVOUS, "paste")
+    assert rendezvous.verdict == "similar"
+    assert rendezvous.matches[0].conclusion == "rendezvous-incomplete"
+    # https://github.com/hpcaitech/ColossalAI/issues/4343, its last lines
+    own = ('Traceback (most recent call last):\n'
+           '  File "/home/z00621429/ColossalAI/examples/images/resnet/train.py", line 204, in <module>\n'
+           '    main()\n'
+           '  File "/home/z00621429/ColossalAI/examples/images/resnet/train.py", line 127, in main\n')
+    result = triage_text(library, kb, own, "paste")
+    assert (result.verdict, result.matches) == ("similar", [])
+    assert "resembles no known conclusion" in result.summary()
+    assert result.advice is not None and result.advice.shape == "cut-in-traceback"

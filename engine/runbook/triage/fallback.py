@@ -46,11 +46,12 @@ class SimilarityIndex:
             self.items.append(("article", "", slug, Text(titles.get("en", slug), titles.get("zh", slug)),
                                taxonomy))
 
-    def similar(self, line: LineHit, top: int | None = None) -> list[Match]:
-        """The conclusions and articles `line` resembles most (the ranking's `top` few), best first."""
+    def similar(self, line: LineHit, top: int | None = None, text: str | None = None) -> list[Match]:
+        """The conclusions and articles `line` resembles most (the ranking's `top` few), best first;
+        `text`: what to compare instead of the line's own text (a cut traceback's library frames)."""
         rules = RANKING["evidence"]["similar"]
         top = rules["top"] if top is None else top
-        scores = self.index.scores(query_terms(line.text))
+        scores = self.index.scores(query_terms(line.text if text is None else text))
         ranked = sorted((i for i, s in enumerate(scores) if s >= rules["min_score"]),
                         key=lambda i: -scores[i])[:top]
         best = scores[ranked[0]] if ranked else 1.0

@@ -35,7 +35,7 @@ from runbook.triage.readings.series import describe_reading
 from runbook.triage.readings.spread import describe
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
-from runbook.triage.verdict import KNOCK_ON, Match, from_readings, order
+from runbook.triage.verdict import KNOCK_ON, SIMILAR, Match, from_readings, order
 
 SCHEMA = "runbook-triage/v1"
 NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
@@ -53,6 +53,7 @@ class TriageResult:
     advice: Advice | None = None  # when the verdict names no cause
     differences: list[dict[str, Any]] = field(default_factory=list)  # spread.py: across hosts/ranks
     readings: list[dict[str, Any]] = field(default_factory=list)  # stacks.py, series.py: dumps, numbers
+    error_line: LineHit | None = None  # the line compared for similarity (errorlines.query_line)
 
     def summary(self, lang: str = "en") -> str:
         """One or two sentences for a person: what failed, where, and what followed."""
@@ -65,8 +66,12 @@ class TriageResult:
             return ("日志中没有错误行，也没有匹配任何特征" if zh
                     else "no error found: no line reads as an error and no signature matches")
         if self.verdict == "similar":
-            line = self.matches[0].similar_to
+            line = self.matches[0].similar_to if self.matches else self.error_line
             where = line.where if line else ""
+            if not self.matches:  # an error line (or a cut traceback) that resembles no conclusion
+                return (f"没有已知特征匹配错误行（{where}），它也不像任何已知结论" if zh
+                        else f"no known signature matches the error line ({where}), and it resembles no "
+                             "known conclusion")
             return (f"没有已知特征匹配；错误行（{where}）与下面的结论相似" if zh
                     else f"no known signature matches; the error line ({where}) resembles what follows")
         first = self.matches[0]
@@ -146,17 +151,20 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     index: SimilarityIndex | None = None
     if not specific and line is not None:
         index = SimilarityIndex(library, _articles(kb))
-        matches = [*matches, *index.similar(line)]
+        matches = [*matches, *index.similar(line, text=scanner.errors.query_text())]
     verdict = _verdict(matches, line)
     if verdict == "no-error":
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
-    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice, differences, readings)
+    return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice, differences, readings,
+                        line)
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:
-    """The most telling role any match has (ranking.py `roles`), or `no-error`."""
-    return min((m.role for m in matches), key=role_rank, default="no-error")
+    """The most telling role any match has (ranking.py `roles`); with none, `similar` where a line
+    reads as an error (no signature knows it, and it may resemble nothing), else `no-error`."""
+    return min((m.role for m in matches), key=role_rank,
+               default=SIMILAR if error_line is not None else "no-error")
 
 
 def _articles(kb: KnowledgeBase | None) -> list[tuple[str, dict[str, str], list[str], str]]:
