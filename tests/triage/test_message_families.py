@@ -88,3 +88,16 @@ def test_enotconn_on_a_socket_is_no_dead_mount() -> None:
     dead = "ls: cannot access '/mnt/s3/ckpt': Transport endpoint is not connected"
     first = triage_text(LIBRARY, None, dead + "\n", "fuse").matches[0]
     assert f"{first.runbook}:{first.conclusion}" == "host-faults:storage-hung"
+
+
+def test_the_watchdog_seen_only_in_its_cpp_frames() -> None:
+    # https://github.com/jpata/particleflow/issues/390: the paste kept the frames, not the message
+    frames = ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+              "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in "
+              "/envs/mlpf/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so)\n"
+              "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x1554e9e16333 in "
+              "/envs/mlpf/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so)\n")
+    result = triage_text(LIBRARY, None, frames, "frames")
+    first = result.matches[0]
+    assert (f"{first.runbook}:{first.conclusion}", first.role) == (
+        "training-hang:crashed-collective-timeout", "knock-on")
