@@ -312,7 +312,7 @@
     }, this);
     var hits = this.scan(lines);
     var matches = this.rank(hits, lines);
-    var readings = this.stackReadings(lines).concat(this.readings(lines));
+    var readings = this.stackReadings(lines).concat(this.readings(lines), this.topologyReadings(lines));
     var differences = this.differences(lines);
     if (!matches.length && !readings.length && !differences.length && !this.anyErrorLike(lines)) {
       readings = this.logEnds(lines); // result.rank_all: a paste that just stops
@@ -783,6 +783,10 @@
     }
     var endText = this.data.logends.texts[reading.reading];
     if (endText) return endText[lang].replace("{last}", reading.facts.last); // logends.describe_reading
+    var linkText = this.data.topology.texts[reading.reading];
+    if (linkText) { // topology.describe_reading
+      return linkText[lang].replace(/\{(\w+)\}/g, function (_, name) { return String(reading.facts[name]); });
+    }
     var series = this.data.series, facts = {};
     Object.keys(reading.facts).forEach(function (k) { facts[k] = reading.facts[k]; });
     if ("metric" in facts) facts.metric = series.metric_names[facts.metric][lang];
@@ -857,6 +861,8 @@
       .filter(function (t) { return re.word.test(t); });
     if (tail.length < rules.min_lines) return [];
     if (tail.slice(-rules.finished_lines).some(function (t) { return re.finished.test(t); })) return [];
+    var links = this.topologyRegexes(); // topology.is_table: how the GPUs connect is no log
+    if (tail.some(function (t) { return links.header.test(t) || links.bandwidth.test(t); })) return [];
     var recent = tail.slice(-rules.pointed_lines);
     if (recent.some(function (t) { return re.pointed.test(t); })) return [];
     if (recent.filter(function (t) { return re.values.test(t); }).length >= rules.values_min) return [];
@@ -865,6 +871,61 @@
     last = last.length > rules.last_chars ? last.slice(0, rules.last_chars - 3).join("") + "..." : last.join("");
     return [{ reading: kind, conclusion: this.data.logends.conclusions[kind], guess: true, first: null,
               facts: { last: last } }];
+  };
+
+  // topology.readings: a pasted P2P bandwidth test slower with P2P on, then a PCIe-only topology matrix
+  Engine.prototype.topologyRegexes = function () {
+    var t = this.data.topology;
+    if (!this.topologyRe) {
+      this.topologyRe = { header: regex(t.header), row: regex(t.row), nvlink: regex(t.nvlink),
+                          bandwidth: regex(t.bandwidth), matrixRow: regex(t.matrix_row) };
+    }
+    return this.topologyRe;
+  };
+
+  Engine.prototype.topologyReadings = function (lines) {
+    var t = this.data.topology, rules = t.rules, re = this.topologyRegexes();
+    var texts = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; });
+    var out = [], medians = {};
+    texts.forEach(function (text, at) {
+      var m = re.bandwidth.exec(text);
+      if (!m || medians[m[1]] !== undefined) return;
+      var values = [];
+      for (var i = at + 2; i < Math.min(texts.length, at + 66); i++) { // past the `D\D` header
+        var row = re.matrixRow.exec(texts[i]);
+        if (!row) break;
+        var device = Number(row[1]);
+        row[2].trim().split(/\s+/).forEach(function (v, j) { if (j !== device) values.push(Number(v)); });
+      }
+      if (values.length) medians[m[1]] = median(values);
+    });
+    var on = medians.Enabled, off = medians.Disabled;
+    if (on !== undefined && off !== undefined && on <= rules.slower_ratio * off) {
+      out.push({ reading: "p2p-slower", conclusion: t.conclusions["p2p-slower"], first: null,
+                 facts: { enabled: Number(on.toFixed(2)), disabled: Number(off.toFixed(2)) } });
+    }
+    for (var at = 0; at < texts.length; at++) {
+      var header = re.header.exec(texts[at]);
+      if (!header) continue;
+      var gpus = header[0].trim().split(/\s+/).length, links = [];
+      for (var k = at + 1; k < Math.min(texts.length, at + 1 + gpus); k++) {
+        var r = re.row.exec(texts[k]);
+        if (!r) break;
+        var self = Number(r[1]);
+        r[2].trim().split(/\s+/).filter(Boolean).slice(0, gpus).forEach(function (c, j) {
+          if (j !== self && c !== "X") links.push(c);
+        });
+      }
+      var pcie = links.length && gpus >= 2 && !links.some(function (c) { return re.nvlink.test(c); }) &&
+        links.every(function (c) { return rules.pcie.indexOf(c) >= 0; });
+      if (pcie) {
+        out.push({ reading: "topo-pcie", conclusion: t.conclusions["topo-pcie"], first: null, guess: true,
+                   facts: { gpus: gpus, links: rules.pcie.filter(function (k) { return links.indexOf(k) >= 0; })
+                     .join(", ") } });
+      }
+      break; // the first matrix only
+    }
+    return out;
   };
 
   // verdict.from_readings: a match per conclusion the readings name (a healthy reading makes none)

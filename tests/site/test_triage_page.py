@@ -35,6 +35,7 @@ from tests.site.headless import WAIT_S, browser_marks, chromium
 from tests.triage.logends_examples import EXAMPLES as LOGENDS_EXAMPLES
 from tests.triage.series_examples import EXAMPLES
 from tests.triage.stack_examples import EXAMPLES as STACK_EXAMPLES
+from tests.triage.topology_examples import EXAMPLES as TOPOLOGY_EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted((ROOT / "tests" / "data" / "logs").glob("*.log*"))
@@ -385,7 +386,7 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
     """The same readings of loss, learning rate, step time and throughput as the CLI's (series.py),
     and the box that says them with a link to the conclusion they point to."""
     paths = [ROOT / "tests" / "data" / "triage-corpus" / name for name in SERIES_CORPUS]
-    for name, text in {**EXAMPLES, **STACK_EXAMPLES, **LOGENDS_EXAMPLES}.items():
+    for name, text in {**EXAMPLES, **STACK_EXAMPLES, **LOGENDS_EXAMPLES, **TOPOLOGY_EXAMPLES}.items():
         paths.append(tmp_path / f"{name}.log")
         paths[-1].write_text(text)
     kinds = set()
@@ -419,7 +420,7 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
     assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
                      "lr-constant", "lr-zero", "slow-rank", "loss-steady", "stack-mismatch", "stack-wait",
                      "loss-scale-collapses", "host-memory-grows", "stack-unnamed",
-                     "log-stops", "log-stops-rl"}
+                     "log-stops", "log-stops-rl", "topo-pcie", "p2p-slower"}
 
 
 # OOM messages whose numbers decide the conclusion (ranking `refine`, checks/facts/cuda_oom).

@@ -27,7 +27,7 @@ from runbook.site import pages as P
 from runbook.triage import errorlines, lognorm, sources
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.ranking import RANKING
-from runbook.triage.readings import logends, series, spread, stacks
+from runbook.triage.readings import logends, series, spread, stacks, topology
 from runbook.triage.scan import TEXT_MAX, TIME_LOOKBACK
 from runbook.triage.score import is_generic, specificity
 from runbook.triage.verdict import MAX_TAXONOMY
@@ -51,7 +51,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
     by_id = {rb.id: rb for rb in runbooks}
     # what a difference across hosts, or a reading of the numbers or the log's end, means: linked
     for linked in ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
-                   + list(logends.CONCLUSIONS.values())
+                   + list(logends.CONCLUSIONS.values()) + list(topology.CONCLUSIONS.values())
                    + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]):
         rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
@@ -70,6 +70,10 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                     "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
                     "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
+        "topology": {"rules": topology.RULES, "header": _js(topology.HEADER), "row": _js(topology.ROW),
+                     "nvlink": _js(topology.NVLINK), "bandwidth": _js(topology.BANDWIDTH),
+                     "matrix_row": _js(topology.MATRIX_ROW), "conclusions": topology.CONCLUSIONS,
+                     "texts": topology.TEXTS},
         "time": _js(sources.TIMESTAMP), "time_lookback": TIME_LOOKBACK,
         "line_rank": _js(sources.LINE_RANK),
         "spread": {"identity": _js(spread.IDENTITY_RE), "max_shown": spread.MAX_SHOWN,

@@ -29,7 +29,7 @@ from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
-from runbook.triage.readings import logends
+from runbook.triage.readings import logends, topology
 from runbook.triage.readings.series import describe as describe_numbers
 from runbook.triage.readings.series import describe_reading
 from runbook.triage.readings.spread import describe
@@ -138,7 +138,7 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     """Rank what the scanner found; `binary`: some source looked binary (its "last line" is noise)."""
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
-    readings = scanner.stacks.readings() + scanner.series.readings()
+    readings = scanner.stacks.readings() + scanner.series.readings() + topology.readings(list(scanner.tail))
     differences = scanner.spread.differences()
     if not (matches or readings or differences or scanner.errors.any() or binary):
         readings = logends.readings(list(scanner.tail), shape_of(scanner.tail, "no-error"))

@@ -5,7 +5,7 @@ error, yet an engineer reads them: the job stopped making output after its last 
 is stuck in (or right after) what that line announced, and its stacks say where. Said only when
 nothing else was found (no signature, no error line, no reading of the stacks or the numbers,
 nothing that differs across hosts) and the excerpt is ordinary output (advice.py's `info-only`
-shape): a paste cut inside a traceback or a table of metrics is something else. Last lines
+shape): a paste cut inside a traceback, a table of metrics or a GPU topology is something else. Last lines
 that say the run finished name no stall; a warning or values printed in an interactive session
 among them, or mostly values it printed, are what the person points at, not a stall.
 
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from runbook.triage.readings import topology
 
 RULES: dict[str, Any] = {
     "shape": "info-only",  # advice_rules.py's shape of an excerpt of ordinary output
@@ -66,6 +68,8 @@ def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
     if shape != RULES["shape"] or len(lines) < RULES["min_lines"]:
         return []
     if any(FINISHED.search(line) for line in lines[-RULES["finished_lines"]:]):
+        return []
+    if any(topology.is_table(line) for line in lines):  # how the GPUs connect: no log at all
         return []
     recent = lines[-RULES["pointed_lines"]:]
     if any(POINTED.search(line) for line in recent):

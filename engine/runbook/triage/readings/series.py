@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from runbook.triage.readings import logends, stacks
+from runbook.triage.readings import logends, stacks, topology
 from runbook.triage.readings.spread import who_wrote
 from runbook.triage.sources import Source, line_rank
 
@@ -415,6 +415,8 @@ def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
         return stacks.describe_reading(reading, lang)
     if reading["reading"] in logends.TEXTS:
         return logends.describe_reading(reading, lang)
+    if reading["reading"] in topology.TEXTS:
+        return topology.describe_reading(reading, lang)
     facts = dict(reading["facts"])
     if "metric" in facts:
         facts["metric"] = METRIC_NAMES[facts["metric"]][lang]
@@ -430,10 +432,13 @@ def describe(readings: list[dict[str, Any]], lang: str = "en") -> str:
     sep = "；" if zh else "; "
     dumps = [r for r in readings if r["reading"] in stacks.TEXTS]
     ends = [r for r in readings if r["reading"] in logends.TEXTS]
-    numbers = [r for r in readings if r["reading"] not in stacks.TEXTS and r["reading"] not in logends.TEXTS]
+    links = [r for r in readings if r["reading"] in topology.TEXTS]
+    numbers = [r for r in readings if r["reading"] not in stacks.TEXTS and r["reading"] not in logends.TEXTS
+               and r["reading"] not in topology.TEXTS]
     said = []
     for group, head in ((dumps, "从调用栈看：" if zh else "the stacks: "),
                         (ends, "从日志结尾看：" if zh else "the log's end: "),
+                        (links, "从 GPU 拓扑看：" if zh else "the GPU topology: "),
                         (numbers, "从数值看：" if zh else "the numbers: ")):
         if group:
             said.append(head + sep.join(describe_reading(r, lang) for r in group))
