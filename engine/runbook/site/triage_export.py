@@ -70,10 +70,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                     "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
                     "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
-        "topology": {"rules": topology.RULES, "header": _js(topology.HEADER), "row": _js(topology.ROW),
-                     "nvlink": _js(topology.NVLINK), "bandwidth": _js(topology.BANDWIDTH),
-                     "matrix_row": _js(topology.MATRIX_ROW), "conclusions": topology.CONCLUSIONS,
-                     "texts": topology.TEXTS},
+        "topology": _topology(),
         "time": _js(sources.TIMESTAMP), "time_lookback": TIME_LOOKBACK,
         "line_rank": _js(sources.LINE_RANK),
         "spread": {"identity": _js(spread.IDENTITY_RE), "max_shown": spread.MAX_SHOWN,
@@ -93,14 +90,26 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                    "frames": {"rules": stackframes.RULES, "native": stackframes.NATIVE,
                               "io_files": stackframes.IO_FILES, "io_suffixes": stackframes.IO_SUFFIXES,
                               "io_funcs": stackframes.IO_FUNCS, "so_file": stackframes.SO_FILE.pattern}},
-        # checks/facts/cuda_oom: the numbers of an OOM message that the ranking's `refine` reads
-        "oom": {"fields": {name: _js(regex) for name, regex in cuda_oom.FIELDS.items()},
-                "process": _js(cuda_oom.PROCESS), "units": cuda_oom.MIB_PER_UNIT,
-                "others_min_mib": cuda_oom.OTHERS_MIN_MIB, "others_min_share": cuda_oom.OTHERS_MIN_SHARE,
-                "context_max_mib": cuda_oom.CONTEXT_MAX_MIB, "self_min_share": cuda_oom.SELF_MIN_SHARE},
+        "oom": _oom(),  # checks/facts/cuda_oom: the numbers the ranking's `refine` reads
         "signatures": signatures,
         "conclusions": conclusions,
     }
+
+
+def _oom() -> dict[str, Any]:
+    """checks/facts/cuda_oom's regexes and thresholds, for the page's reading of an OOM message."""
+    return {"fields": {name: _js(regex) for name, regex in cuda_oom.FIELDS.items()},
+            "process": _js(cuda_oom.PROCESS), "units": cuda_oom.MIB_PER_UNIT,
+            "others_min_mib": cuda_oom.OTHERS_MIN_MIB, "others_min_share": cuda_oom.OTHERS_MIN_SHARE,
+            "context_max_mib": cuda_oom.CONTEXT_MAX_MIB, "self_min_share": cuda_oom.SELF_MIN_SHARE}
+
+
+def _topology() -> dict[str, Any]:
+    """triage/readings/topology.py's rules, regexes and texts, for the page's same readings."""
+    return {"rules": topology.RULES, "header": _js(topology.HEADER), "row": _js(topology.ROW),
+            "nvlink": _js(topology.NVLINK), "bandwidth": _js(topology.BANDWIDTH),
+            "matrix_row": _js(topology.MATRIX_ROW), "conclusions": topology.CONCLUSIONS,
+            "texts": topology.TEXTS}
 
 
 def write(runbooks: list[Runbook], out: Path) -> Path:
