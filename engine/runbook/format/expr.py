@@ -124,7 +124,7 @@ def _outliers(cluster: Iterable[Any], path: str) -> list[str]:
     return _memo("outliers", cluster, path, compute)
 
 
-def _gib(mib: Any) -> str:
+def gib(mib: Any) -> str:
     """A size in MiB as people read it: `137738.24 | gib` is "134.51 GiB" ("?" when unknown)."""
     if not isinstance(mib, (int, float)) or isinstance(mib, bool):
         return "?"
@@ -451,7 +451,7 @@ def _make_env() -> SandboxedEnvironment:
     # `attr` reaches attributes by computed name; nothing a runbook needs.
     del env.filters["attr"]
     env.filters.update({
-        "field": _field, "median": _median, "majority": _majority, "outliers": _outliers, "gib": _gib,
+        "field": _field, "median": _median, "majority": _majority, "outliers": _outliers, "gib": gib,
     })
     _bound_filters(env)
     return env

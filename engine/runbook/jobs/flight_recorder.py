@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runbook.jobs.words import named as named_hosts
-from runbook.jobs.words import ranges, ranks_word
+from runbook.jobs.words import named, ranges, ranks_word
 
 _P2P_OPS = ("send", "recv", "isend", "irecv")
 _ORDER = {"mismatch": 0, "missing-ranks": 1, "behind": 2, "in-sync": 3}
@@ -182,14 +181,14 @@ def _shape(results: dict[str, Any], ranks: dict[int, dict[str, Any]], v: dict[st
     suspects = _suspects(ranks, v)
     finding = _finding(ranks, v)
     if unanswered:
-        finding["en"] += f"; {named_hosts(unanswered)} did not answer"
-        finding["zh"] += f"；{named_hosts(unanswered, 'zh', '、')} 没有应答"
-    named = [s["rank"] for s in suspects] if verdict != "missing-ranks" else v["missing"]
+        finding["en"] += f"; {named(unanswered)} did not answer"
+        finding["zh"] += f"；{named(unanswered, 'zh', '、')} 没有应答"
+    suspect_ranks = [s["rank"] for s in suspects] if verdict != "missing-ranks" else v["missing"]
     with_dump = {info["node"] for info in ranks.values()}
     empty = sorted(n for n, r in results.items() if isinstance(r, dict) and n not in with_dump)
     if verdict == "missing-ranks" and empty:
-        finding["en"] += f"; {named_hosts(empty)} {'has' if len(empty) == 1 else 'have'} no dump"
-        finding["zh"] += f"；{named_hosts(empty, 'zh', '、')} 上没有转储"
+        finding["en"] += f"; {named(empty)} {'has' if len(empty) == 1 else 'have'} no dump"
+        finding["zh"] += f"；{named(empty, 'zh', '、')} 上没有转储"
     hosts = sorted({s["node"] for s in suspects} | set(unanswered)
                    | (set(empty) if verdict == "missing-ranks" else set()))
     host_set, empty_set = set(hosts), set(empty)  # membership per node: never a list's scan
@@ -202,7 +201,7 @@ def _shape(results: dict[str, Any], ranks: dict[int, dict[str, Any]], v: dict[st
             "last_completed": v["last_completed"], "last_issued": v["last_issued"],
             "first_mismatch": v["first_mismatch"], "tie": v["tie"], "behind": v["behind"],
             "missing": v["missing"], "expected": v["expected"], "suspects": suspects,
-            "ranks": named, "hosts": hosts, "nodes": nodes, "finding": finding}
+            "ranks": suspect_ranks, "hosts": hosts, "nodes": nodes, "finding": finding}
 
 
 def _suspects(ranks: dict[int, dict[str, Any]], v: dict[str, Any]) -> list[dict[str, Any]]:
@@ -225,7 +224,7 @@ def _op_at(ranks: dict[int, dict[str, Any]], v: dict[str, Any], rank: int) -> An
 
 def _who(ranks: dict[int, dict[str, Any]], members: list[int]) -> str:
     nodes = sorted({ranks[r]["node"] for r in members})
-    return f"{ranks_word(members)} ({named_hosts(nodes)})"
+    return f"{ranks_word(members)} ({named(nodes)})"
 
 
 def _who_zh(ranks: dict[int, dict[str, Any]], members: list[int]) -> str:
@@ -344,8 +343,8 @@ def _no_data(results: dict[str, Any], unanswered: list[str]) -> dict[str, Any]:
     extra_en = f" ({errors} unreadable file{'s' if errors != 1 else ''})" if errors else ""
     extra_zh = f"（{errors} 个文件无法读取）" if errors else ""
     if unanswered:
-        extra_en += f"; {named_hosts(unanswered)} did not answer"
-        extra_zh += f"；{named_hosts(unanswered, 'zh', '、')} 没有应答"
+        extra_en += f"; {named(unanswered)} did not answer"
+        extra_zh += f"；{named(unanswered, 'zh', '、')} 没有应答"
     return {"verdict": "no-data", "problem": False, "taxonomy": [], "pg": None, "last_completed": {},
             "last_issued": {}, "first_mismatch": None, "tie": False, "behind": [], "missing": [],
             "expected": None, "suspects": [], "ranks": [], "hosts": sorted(unanswered),

@@ -99,7 +99,7 @@ class Library:
         """What `compute` derives from the whole library (`name` names it): an indexed library
         keeps it in the load cache; this one keeps it while its runbooks stay the same objects (a
         process that triages many logs with one library derives it once)."""
-        key = (name, tuple(id(result) for result in self.by_id.values()))
+        key = tuple(id(result) for result in self.by_id.values())
         known = self._derived.get(name)
         if known is not None and known[0] == key:
             return known[1]  # type: ignore[no-any-return]

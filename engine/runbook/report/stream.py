@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from runbook.report.silent import SilentReporter
+from runbook.run.walk import from_node
 
 SCHEMA = "runbook-report-lines/v1"
 TEXTS_CAP = 4096  # distinct evidence steps and conclusions kept as written text
@@ -149,7 +150,7 @@ class JsonLinesReporter(SilentReporter):
             return known[1]
         parts = []
         for path, value in decided_by.items():
-            if path.startswith("node"):  # the node's own values (`node.name`): one text each
+            if from_node(path):  # the node's own values (`node.name`): one text each
                 parts.append(dumps(self._redactor.data({path: value}))[1:-2])
             else:
                 key = ("item", path, value if type(value) is str else id(value))

@@ -733,7 +733,7 @@ def _reads_of(branch: int | None, step: Step, compiled: Compiled, variables: dic
     for i in chosen:
         expression = compiled.when[(step.id, i)]
         reads.append((i, tuple(
-            (path, _PER_NODE if _from_node(path) else _read_one(expression, path, variables))
+            (path, _PER_NODE if from_node(path) else _read_one(expression, path, variables))
             for path in expression.reads)))
     return tuple(reads)
 
@@ -750,7 +750,8 @@ def _values_read(reads: Reads, step: Step, compiled: Compiled, variables: dict[s
     return values
 
 
-def _from_node(path: str) -> bool:
+def from_node(path: str) -> bool:
+    """Whether an expression path reads the node itself (`node.name`)."""
     return path == "node" or path.startswith(("node.", "node[", "node |"))
 
 

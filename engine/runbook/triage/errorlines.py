@@ -31,8 +31,8 @@ ERROR_LINE = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|é
                     r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+")
 # A traceback's first line, or one of its frames (`File "...", line 12, in f`; faulthandler's
 # `line 12 in f`, without the comma, is a stack dump, not an error).
-TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|\bFile \"[^\"]+\", line \d+, in \S")
-_FRAME = re.compile(r"\bFile \"([^\"]+)\", line \d+, in (\S+)")
+_FRAME = re.compile(r"\bFile \"([^\"]+)\", line \d+, in (\S+)")  # its file and function
+TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|" + _FRAME.pattern)
 # Where installed packages live: what follows is the module's path (the standard library's
 # frames, runpy and threading, say nothing about the failure).
 _LIBRARY_ROOTS = ("site-packages/", "dist-packages/")
@@ -80,8 +80,7 @@ class ErrorLines:
         rendezvous/dynamic_rendezvous.py next_rendezvous`): where the program was says what it
         did; a frame of the user's own script (its path, `main`) resembles nothing."""
         if self.exceptions or self.errors:
-            line = self.query_line()
-            return str(line.text) if line is not None else ""
+            return str(self.query_line().text)
         return " ".join(library_frame(hit.text) for hit in self.tracebacks).strip()
 
 

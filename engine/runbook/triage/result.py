@@ -138,10 +138,11 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     """Rank what the scanner found; `binary`: some source looked binary (its "last line" is noise)."""
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
-    readings = scanner.stacks.readings() + scanner.series.readings() + topology.readings(list(scanner.tail))
+    tail = list(scanner.tail)
+    readings = scanner.stacks.readings() + scanner.series.readings() + topology.readings(tail)
     differences = scanner.spread.differences()
     if not (matches or readings or differences or scanner.errors.any() or binary):
-        readings = logends.readings(list(scanner.tail), shape_of(scanner.tail, "no-error"))
+        readings = logends.readings(tail, shape_of(tail, "no-error"))
     if not specific:  # what a dump or the numbers name outranks a generic line of the same conclusion
         read = from_readings(library, readings)
         named = {(m.runbook, m.conclusion) for m in read}

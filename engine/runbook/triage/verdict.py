@@ -156,7 +156,7 @@ def _refine(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]]
             continue
         family, name = rule["fact"]
         lines = sorted({(h.source.path, h.line_no): h.whole for hit in hits for h in hit.lines()}.items())
-        facts = message_facts.extract([whole for _, whole in lines]).get(family) or {}
+        facts = message_facts.FAMILIES[family]([whole for _, whole in lines]) or {}
         book_id, _, conclusion_id = rule["becomes"].partition(":")
         runbook = library.get(book_id)
         if facts.get(name) is not True or runbook is None or conclusion_id not in runbook.conclusions:

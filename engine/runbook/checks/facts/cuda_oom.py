@@ -126,12 +126,10 @@ def judge(facts: dict[str, Any]) -> dict[str, Any]:
     elif self_listed:
         held = False
     elsewhere, held_elsewhere = _elsewhere(facts, self_listed)
-    caused_elsewhere = None
-    if held_elsewhere is not None and facts["requested_mib"] is not None and facts["free_mib"] is not None:
-        caused_elsewhere = held_elsewhere and facts["requested_mib"] <= facts["free_mib"] + (elsewhere or 0.0)
     return {"self_listed_as_other": self_listed, "held_by_others": held,
-            "caused_by_others": _caused(facts, held), "elsewhere_mib": elsewhere,
-            "held_elsewhere": held_elsewhere, "caused_elsewhere": caused_elsewhere}
+            "caused_by_others": _caused(facts, held, facts["other_processes_mib"]),
+            "elsewhere_mib": elsewhere, "held_elsewhere": held_elsewhere,
+            "caused_elsewhere": _caused(facts, held_elsewhere, elsewhere or 0.0)}
 
 
 def _elsewhere(facts: dict[str, Any], self_listed: bool) -> tuple[float | None, bool | None]:
@@ -149,12 +147,12 @@ def _elsewhere(facts: dict[str, Any], self_listed: bool) -> tuple[float | None, 
     return elsewhere, beyond >= OTHERS_MIN_MIB and beyond >= OTHERS_MIN_SHARE * total
 
 
-def _caused(facts: dict[str, Any], held: bool | None) -> bool | None:
-    """Whether the allocation would have succeeded had the other processes held nothing."""
+def _caused(facts: dict[str, Any], held: bool | None, held_mib: float) -> bool | None:
+    """Whether the allocation would have succeeded had the others held nothing of `held_mib`."""
     requested, free = facts["requested_mib"], facts["free_mib"]
     if held is None or requested is None or free is None:
         return None
-    return bool(held) and requested <= free + facts["other_processes_mib"]
+    return bool(held) and requested <= free + held_mib
 
 
 def _self_listed(facts: dict[str, Any]) -> bool:

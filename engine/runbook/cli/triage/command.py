@@ -135,22 +135,20 @@ def _print_match(rank: int, match: Match, lang: str, runbook: Runbook | None, ma
         print(f"    → runbook show kb/{match.conclusion}")
 
 
-def _gib(mib: float) -> str:
-    return f"{mib / 1024:.2f} GiB" if mib >= 100 else f"{mib:.2f} MiB"
-
-
 def fact_line(facts: dict[str, Any], zh: bool) -> str:
     """The message facts worth a line: what PyTorch, NCCL and the watchdog said, in numbers."""
+    from runbook.format.expr import gib  # the runbooks' own `gib` filter (loaded with them)
+
     parts = []
     oom = facts.get("cuda_oom") or {}
     if oom.get("other_processes"):
         others = ", ".join(f"{o['pid']}: {o['mib'] / 1024:.2f} GiB" for o in oom["other_processes"][:4])
         parts.append(f"{'其他进程' if zh else 'other processes'} {others}")
     if oom.get("requested_mib") is not None:
-        parts.append(f"{'申请' if zh else 'asked'} {_gib(oom['requested_mib'])}")
+        parts.append(f"{'申请' if zh else 'asked'} {gib(oom['requested_mib'])}")
     if oom.get("held_elsewhere") and not oom.get("other_processes"):
         outside, of = ("本进程之外占用", "，GPU 共 ") if zh else ("in use outside this process", " of ")
-        parts.append(f"{outside} {_gib(oom['elsewhere_mib'])}{of}{_gib(oom['total_mib'])}")
+        parts.append(f"{outside} {gib(oom['elsewhere_mib'])}{of}{gib(oom['total_mib'])}")
     nccl = facts.get("nccl") or {}
     parts += [d["message"] for d in nccl.get("duplicate_gpu") or []][:2]
     if nccl.get("cause_kinds"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from runbook.triage.readings import logends, stacks, topology
+from runbook.triage.readings import logends, shown, stacks, topology
 from runbook.triage.readings.spread import who_wrote
 from runbook.triage.sources import Source, line_rank
 
@@ -423,7 +423,7 @@ def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
     if "who" in facts:
         who = facts["who"]
         facts["who"] = (f"（{who}）" if lang == "zh" else f" ({who})") if who else ""
-    return TEXTS[reading["reading"]][lang].format(**{k: _shown(v) for k, v in facts.items()})
+    return TEXTS[reading["reading"]][lang].format(**{k: shown(v) for k, v in facts.items()})
 
 
 def describe(readings: list[dict[str, Any]], lang: str = "en") -> str:
@@ -445,7 +445,3 @@ def describe(readings: list[dict[str, Any]], lang: str = "en") -> str:
     return sep.join(said)
 
 
-def _shown(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return int(value)
-    return value

@@ -22,6 +22,8 @@ import re
 import statistics
 from typing import Any
 
+from runbook.triage.readings import shown
+
 RULES: dict[str, Any] = {
     "header": r"^\s*GPU0(?:\s+GPU\d+)+\b",  # the matrix's first line: `\tGPU0\tGPU1\t... CPU Affinity`
     "row": r"^\s*GPU(\d+)\s+(.*)$",
@@ -73,7 +75,7 @@ def is_table(line: str) -> bool:
 
 
 def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
-    facts = {k: _shown(v) for k, v in reading["facts"].items()}
+    facts = {k: shown(v) for k, v in reading["facts"].items()}
     return TEXTS[reading["reading"]][lang].format(**facts)
 
 
@@ -129,9 +131,3 @@ def _matrix(lines: list[str], start: int) -> list[list[str]]:
         rows.append([v for i, v in enumerate(cells) if i != device])
     return rows
 
-
-def _shown(value: Any) -> Any:
-    """An integral float as an int: `13` where Python would print `13.0` (and the page `13`)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
