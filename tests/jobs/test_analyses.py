@@ -118,6 +118,22 @@ def test_drift_names_the_setting_and_the_node_that_differs() -> None:
     assert same["verdict"] == "same" and not same["problem"]
 
 
+def test_analyses_of_shared_answers_equal_those_of_copies() -> None:
+    """The walk gives nodes that answered alike one result object; the analyses read each distinct
+    object once and may give such nodes one part. What they find is what copies give."""
+    import copy
+
+    healthy = {"settings": {"NCCL_SOCKET_IFNAME": "ib0"}, "processes": [{"rank": 0, "world_size": 8}]}
+    odd = {"settings": {"NCCL_SOCKET_IFNAME": "eth9"}, "processes": []}
+    shared = {f"n{i}": (odd if i == 5 else healthy) for i in range(8)}
+    shared["n7"] = None
+    copies = {node: copy.deepcopy(result) for node, result in shared.items()}
+    for kind, params in (("drift", {"fields": ["settings."]}), ("rank-map", {})):
+        assert jobs.run_analysis(kind, shared, params) == jobs.run_analysis(kind, copies, params), kind
+    drift = jobs.run_analysis("drift", shared, {"fields": ["settings."]})
+    assert drift["hosts"] == ["n5"] and drift["nodes"]["n5"]["differs"]
+
+
 def test_an_analysis_that_raises_loses_no_node(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     library = load_library([ROOT / "runbooks"])
     cases = yaml.safe_load((ROOT / "runbooks" / "training-hang.tests.yaml").read_text("utf-8"))["cases"]

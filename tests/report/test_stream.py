@@ -226,3 +226,61 @@ def test_lines_written_from_shared_texts_equal_each_entry_written_alone(tmp_path
     assert written == expected.lines
     assert TOKEN not in out.read_text()
     assert len({e["conclusion"]["id"] for e in written.values() if e["conclusion"]}) > 2
+
+
+class _Waiting:
+    """A transport whose answers each wait for the test: the walk is idle in between."""
+
+    def __init__(self, results: dict[str, dict[str, Any]], before_answer: Any) -> None:
+        self.replay, self.before_answer = ReplayTransport(results), before_answer
+
+    def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> Any:
+        self.before_answer(node.name)
+        return self.replay.run_check(node, request, timeout)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_nodes_line_is_out_while_the_walk_waits_for_other_nodes(tmp_path: Path) -> None:
+    """Lines are buffered while nodes finish (not a system call per node), and every line
+    written is out the moment the walk waits for answers: a reader of a run that waits on a
+    hung node already sees the nodes that finished."""
+    out = tmp_path / "lines.jsonl"
+    again = ("  again:\n    title: {en: Again, zh: 再看}\n    check: {type: log, with: {path: /y}}\n"
+             "    default: fine\nconclusions:")
+    tree = TREE.replace("default: fine", "default: again").replace("conclusions:", again)
+    (tmp_path / "t.yaml").write_text(tree)
+    library = load_library([tmp_path])
+    assert not library.problems, [str(p) for p in library.problems]
+    runbook = library.get("t")
+    reporter = JsonLinesReporter(lang="en")
+    reporter.stream_to(str(out))
+    reporter.start(runbook, {}, "2026-11-22T03:00:00Z")
+    seen_while_waiting: list[list[str]] = []
+
+    def before_answer(node: str) -> None:
+        if node == "n1":  # n1 is on its second step: n2 and n3 concluded at the first
+            seen_while_waiting.append([json.loads(line).get("entry", {}).get("node")
+                                       for line in out.read_text().splitlines()])
+
+    results = {"n1": {"age": {"age_s": 5}}, "n2": {"age": {"age_s": 900}}, "n3": {"age": {"age_s": 901}}}
+    Walk(library, runbook, [Node(n) for n in results], _Waiting(results, before_answer), {},
+         listeners=[reporter]).run()
+    reporter.close()
+    assert seen_while_waiting[-1][1:] == ["n2", "n3"]
+
+
+def test_live_progress_shows_where_each_node_goes(tmp_path: Path) -> None:
+    """The text report's live lines (on stderr while the walk runs) name each step's goto: the
+    walk sets it before telling its listeners."""
+    import io
+
+    from runbook.report.text import TextReporter
+
+    progress = io.StringIO()
+    walk(tmp_path, [TextReporter(progress=progress)])
+    lines = progress.getvalue().splitlines()
+    assert any(line.startswith("  n2") and "age (log" in line and line.endswith("→ stalled")
+               for line in lines)
+    assert any(line.startswith("  n1") and line.endswith("→ fine") for line in lines)

@@ -36,6 +36,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 from runbook.format import compiled as _compiled
 from runbook.format import inputs as _inputs
+from runbook.format import membership as _membership
 
 NAMES = ("result", "cluster", "steps", "params", "node", "job")
 # Allowed in expressions besides NAMES: literals.
@@ -479,6 +480,8 @@ class Expression:
     inputs: tuple[tuple[Any, ...], ...] = ()
     # The same evaluation as plain Python closures (format/compiled.py); None: Jinja's code.
     closure: Callable[[dict[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
+    # `A and node.name in X` split for the walk (format/membership.py); None: another shape.
+    membership: _membership.Membership | None = field(default=None, repr=False, compare=False)
 
     def read(self, path: str, variables: dict[str, Any]) -> Any:
         """The value of one of `reads` (ChainableUndefined when missing): evidence of a decision."""
@@ -497,6 +500,29 @@ class Expression:
             finally:
                 _BUDGET.reset(token)
         return self.evaluate_sandboxed(variables)
+
+    def members(self, variables: dict[str, Any]) -> frozenset[str] | bool | None:
+        """For a `membership` condition, what decides it for every node that sees `variables` but
+        for its own: False when `A` is false (false for all of them), else the names in `X` (it
+        holds for a node whose name is one of them). None when it must be evaluated node by
+        node: another shape, an error, or an `X` that is not a collection of text. One budget for
+        both parts, as for the whole condition."""
+        split = self.membership
+        if split is None:
+            return None
+        token = _BUDGET.set([EVAL_BUDGET])
+        try:
+            if split.rest is not None and not truthy(split.rest(variables)):
+                return False
+            found = split.members(variables)
+        except Exception:  # noqa: BLE001 - evaluated node by node, the error is noted there
+            return None
+        finally:
+            _BUDGET.reset(token)
+        # `name in X` on a list tests equality, on a dict its keys: a set of text says the same.
+        if type(found) in (list, tuple, set, frozenset, dict) and all(type(item) is str for item in found):
+            return frozenset(found)
+        return None
 
     def evaluate_sandboxed(self, variables: dict[str, Any]) -> Any:
         """Through Jinja's generated code: the reference the closure is tested against."""
@@ -530,7 +556,8 @@ def compile_expression(source: str) -> Expression:
     reads = _reads(expr_node)
     plain = {path: keys for path, keys in _plain_paths(expr_node).items() if path in reads}
     return Expression(source, reads, plain_paths=plain, inputs=_inputs.inputs(expr_node),
-                      closure=_compiled.closure(expr_node, env))
+                      closure=_compiled.closure(expr_node, env),
+                      membership=_membership.membership(expr_node, env))
 
 
 def _parse(env: SandboxedEnvironment, source: str, reword: tuple[str, str] = ("", "")) -> nodes.Template:

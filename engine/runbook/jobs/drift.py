@@ -23,16 +23,23 @@ _DEFAULT_PREFIXES = ("version", "nccl_version", "cuda", "cudnn", "driver", "pyth
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
     # A node whose check found no training process has nothing to compare: every setting unset.
-    answered = {node: _flat(result) for node, result in results.items()
-                if result and result.get("available", True) is not False}
+    # Equal answers are one object (the walk interns them): each is flattened once.
+    flats: dict[int, dict[str, Any]] = {}
+    answered: dict[str, dict[str, Any]] = {}
+    for node, result in results.items():
+        if result and result.get("available", True) is not False:
+            flat = flats.get(id(result))
+            answered[node] = flat if flat is not None else flats.setdefault(id(result), _flat(result))
     ranks = {node: result.get("rank") for node, result in results.items()
              if result and isinstance(result.get("rank"), int)}
     prefixes = tuple(params.get("fields") or _DEFAULT_PREFIXES)
-    paths = sorted({p for flat in answered.values() for p in flat if _wanted(p, prefixes)})
+    paths = sorted({p for flat in flats.values() for p in flat if _wanted(p, prefixes)})
     differing: dict[str, dict[str, Any]] = {}
     for path in paths:
+        if len({_key(flat.get(path)) for flat in flats.values()}) < 2:
+            continue  # the same on every distinct answer, so on every node
         values = {node: flat.get(path) for node, flat in answered.items()}
-        if len({_key(v) for v in values.values()}) > 1 and _has_majority(values):
+        if _has_majority(values):
             differing[path] = values
     nodes = {node: {"suspect": False, "differs": {}} for node in results}
     if len(answered) < 2 or not differing:

@@ -15,10 +15,13 @@ from runbook.jobs.words import named, ranges, ranks_word
 
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, set[int]] = {node: _ranks(result) for node, result in results.items()}
-    sizes = [size for result in results.values() for size in _world_sizes(result)]
+    # Equal answers are one object (the walk interns them): each distinct one is read once.
+    distinct = {id(result): result for result in results.values()}
+    ranks_of = {key: _ranks(result) for key, result in distinct.items()}
+    found: dict[str, set[int]] = {node: ranks_of[id(result)] for node, result in results.items()}
+    sizes = [size for result in distinct.values() for size in _world_sizes(result)]
     expected = int(params.get("world_size") or (max(sizes) if sizes else 0))
-    ranks = set().union(*found.values()) if found else set()
+    ranks = set().union(*ranks_of.values()) if ranks_of else set()
     unanswered = sorted(node for node, result in results.items() if result is None)
     idle = sorted(node for node, result in results.items() if result is not None and not found[node])
     if not expected:
@@ -36,8 +39,15 @@ def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -
                             "zh": f"所给节点上运行着 {expected} 个 rank 中的 {ranges(sorted(ranks))}；"
                                   "其余 rank 在未被检查的节点上"}}
     idle_set, unanswered_set = set(idle), set(unanswered)  # membership per node: never a list's scan
-    nodes = {node: {"suspect": node in idle_set or node in unanswered_set, "ranks": sorted(found[node]),
-                    "no_rank": node in idle_set} for node in results}
+    parts: dict[tuple[bool, bool, int], dict[str, Any]] = {}  # nodes alike share one part
+    nodes = {}
+    for node in results:
+        no_rank, mine = node in idle_set, found[node]
+        key = (no_rank, node in unanswered_set, id(mine))
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = {"suspect": no_rank or key[1], "ranks": sorted(mine), "no_rank": no_rank}
+        nodes[node] = part
     if not missing:
         return {"verdict": "complete", "ranks": sorted(ranks), "nodes": nodes,
                 "finding": {"en": f"all {expected} ranks run ({_where(found)})",

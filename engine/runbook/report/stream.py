@@ -2,7 +2,8 @@
 nodes finish.
 
 One `header` line when the walk starts, one `node` line per node the moment it finishes (its
-`entry` is the object a `runbook-report/v1` document holds in `nodes[]`), one `fixes` line per
+`entry` is the object a `runbook-report/v1` document holds in `nodes[]`; out to the reader
+within FLUSH_EVERY_S, and at once whenever the walk waits for answers), one `fixes` line per
 node whose fixes were planned or run (they act after the walk), and the `summary` line last. A
 run cut short by Ctrl-C still ends with its summary line (`incomplete: true`).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,6 +32,11 @@ from runbook.run.walk import from_node
 
 SCHEMA = "runbook-report-lines/v1"
 TEXTS_CAP = 4096  # distinct evidence steps and conclusions kept as written text
+# Node lines are flushed at most this often while nodes finish, and always when the walk waits:
+# a reader (tail -f, a pipe) sees each node within this time, and 100,000 nodes are not 100,000
+# system calls.
+FLUSH_EVERY_S = 0.2
+WRITE_BUFFER = 1 << 20
 
 
 def dumps(line: dict[str, Any]) -> str:
@@ -52,6 +59,7 @@ class JsonLinesReporter(SilentReporter):
         # must not push the shared evidence texts out.
         self._decided: _Texts | None = None
         self.written = 0
+        self._flushed = 0.0  # when the lines were last flushed (time.monotonic)
 
     def stream_to(self, output: str | None, slim: bool = True) -> None:
         """Where the lines go (a file, or stdout when None); opened only when the walk starts,
@@ -64,7 +72,9 @@ class JsonLinesReporter(SilentReporter):
 
         self._redactor = Redactor.for_params(params)
         self._texts, self._decided = _Texts(self._redactor), _Texts(self._redactor)
-        self._out = open(self.output, "w", encoding="utf-8") if self.output else sys.stdout  # noqa: SIM115
+        # A large buffer: a node's line is kilobytes, and lines go out when flushed (FLUSH_EVERY_S).
+        self._out = (open(self.output, "w", encoding="utf-8", buffering=WRITE_BUFFER)  # noqa: SIM115
+                     if self.output else sys.stdout)
         self._write({"type": "header", "schema": SCHEMA, "report_schema": REPORT_SCHEMA,
                      "runbook": {"id": runbook.id, "version": runbook.version, "digest": runbook.digest,
                                  "title": runbook.title.get(self.lang)},
@@ -75,10 +85,19 @@ class JsonLinesReporter(SilentReporter):
             return
         text = self._entry_text(outcome, self._texts, self._decided)
         self._out.write(f'{{"type":"node","entry":{text}}}\n')
-        self._out.flush()
+        now = time.monotonic()
+        if now - self._flushed >= FLUSH_EVERY_S:
+            self._out.flush()
+            self._flushed = now
         self.written += 1
         if self.slim:
             forget_evidence(outcome)
+
+    def on_idle(self) -> None:
+        """The walk waits for answers or has ended: every line written so far is out."""
+        if self._out is not None:
+            self._out.flush()
+            self._flushed = time.monotonic()
 
     def render(self, report: dict[str, Any]) -> str:
         """Finish the stream: the fixes' results, then the summary line. Returns "" (all written)."""
@@ -105,7 +124,9 @@ class JsonLinesReporter(SilentReporter):
 
         lang = self.lang
         # The node's name, then its status, path, finding and reason: the same on many nodes.
-        pieces = ['{"node":', dumps(self._redactor.data(outcome.node.name, "node"))[:-1]]
+        name = outcome.node.name
+        name_text = dumps(self._redactor.data(name, "node"))[:-1]
+        pieces = ['{"node":', name_text]
         finding, reason = finding_text(outcome, lang), outcome.reason
 
         def own() -> dict[str, Any]:
@@ -133,7 +154,7 @@ class JsonLinesReporter(SilentReporter):
                    tuple(evidence.notes))
             text = texts.get(key, evidence.result, lambda e=evidence: {
                 k: v for k, v in evidence_item(e).items() if k not in ("duration_s", "decided_by")})
-            decided = self._decided_text(evidence.decided_by, decided_texts)
+            decided = self._decided_text(evidence.decided_by, decided_texts, (name, name_text))
             duration = evidence.duration_s  # a rounded float: JSON writes it as repr does
             duration = (repr(duration) if type(duration) is float and math.isfinite(duration)
                         else json.dumps(duration))
@@ -141,16 +162,19 @@ class JsonLinesReporter(SilentReporter):
         pieces.append(',"evidence":[' + ",".join(steps) + "]}")
         return "".join(pieces)
 
-    def _decided_text(self, decided_by: dict[str, Any], texts: _Texts) -> str:
+    def _decided_text(self, decided_by: dict[str, Any], texts: _Texts, name: tuple[str, str]) -> str:
         """`decided_by` as JSON text: one text per dict shared by nodes that decided alike; a dict
         of a node's own (its conditions read the node) is written item by item, each value that
-        is not the node's own (a path from `node`) taken from its text for earlier nodes."""
+        is not the node's own (a path from `node`) taken from its text for earlier nodes, and the
+        node's name (`name`: it and its text) as written at the head of its entry."""
         known = texts.known.get(id(decided_by))
         if known is not None:
             return known[1]
         parts = []
         for path, value in decided_by.items():
-            if from_node(path):  # the node's own values (`node.name`): one text each
+            if path == "node.name" and value == name[0]:
+                parts.append('"node.name":' + name[1])
+            elif from_node(path):  # the node's own values: one text each
                 parts.append(dumps(self._redactor.data({path: value}))[1:-2])
             else:
                 key = ("item", path, value if type(value) is str else id(value))

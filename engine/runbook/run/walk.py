@@ -42,6 +42,7 @@ from runbook.format.loader import Compiled
 from runbook.format.model import Conclusion, Runbook, Step
 from runbook.library.runbooks import Library
 from runbook.run.dispatch import CheckPool
+from runbook.run.gcpause import full_collections_paused
 from runbook.transports import Node, ProbeAnswer, Transport
 
 WALKING, CONCLUDED, UNREACHABLE, TIMEOUT, ERROR = (
@@ -67,12 +68,15 @@ class _Decision:
 class _History:
     """Nodes that came the same way and answered alike: where they go next, and why."""
 
-    __slots__ = ("keyed", "after", "decisions")
+    __slots__ = ("keyed", "after", "decisions", "members")
 
     def __init__(self, keyed: tuple[Any, ...], after: _Lineage) -> None:
         self.keyed, self.after = keyed, after  # `keyed`: the objects whose ids make the key
         # By what the conditions that read the node found on it (() where none does).
         self.decisions: dict[tuple[tuple[bool, str | None], ...], _Decision] = {}
+        # Per condition that reads the node: what decides it for all these nodes but for their
+        # names (Expression.members), worked out on the first of them.
+        self.members: tuple[frozenset[str] | bool | None, ...] | None = None
 
 
 @dataclass
@@ -198,6 +202,9 @@ class Listener(Protocol):
 
     def on_node_done(self, outcome: NodeOutcome) -> None: ...
 
+    # Optional: `on_idle()`, called before the walk waits for answers and when it ends, so a
+    # listener that buffers what it writes (report/stream.py) can write it out then.
+
 
 class Walk:
     def __init__(self, library: Library, runbook: Runbook, nodes: list[Node],
@@ -230,18 +237,20 @@ class Walk:
         deadline = time.monotonic() + self.options.deadline_s
         pool = CheckPool(self.options.forks)
         try:
-            for outcome in self.outcomes:
-                self._settle(outcome)
-            while self._walking():
-                if time.monotonic() >= deadline:
-                    self._expire(self._walking(), "the run's deadline passed")
-                    break
-                self._round(pool, deadline)
+            with full_collections_paused():
+                for outcome in self.outcomes:
+                    self._settle(outcome)
+                while self._walking():
+                    if time.monotonic() >= deadline:
+                        self._expire(self._walking(), "the run's deadline passed")
+                        break
+                    self._round(pool, deadline)
         except KeyboardInterrupt:
             self._expire(self._walking(), "interrupted")
             raise
         finally:
             pool.close()
+            self._idle()
         return self.outcomes
 
     def _walking(self) -> list[NodeOutcome]:
@@ -269,6 +278,7 @@ class Walk:
             pool.send(self.transport, [asked[t].node for t in tags], request, timeout, tags, landed)
         answers: list[ProbeAnswer | None] = [None] * len(asked)
         waiting = len(asked)
+        self._idle()
         try:
             while waiting:
                 left = deadline - time.monotonic()
@@ -379,13 +389,13 @@ class Walk:
         self.job_verdicts.append(JobVerdict(self._qualified(runbook, step.id), result))
         shared = {k: v for k, v in result.items() if k != "nodes"}
         parts: dict[str, dict[str, Any]] = {}
+        by_id: dict[int, dict[str, Any]] = {}  # an analysis may give nodes alike one part object
         each: dict[str, dict[str, Any]] = {}
         for outcome, _, _ in answered:
-            part = result["nodes"].get(outcome.node.name, {"suspect": False})
-            text = _canonical(part)
-            job = parts.get(text)
+            part = result["nodes"].get(outcome.node.name, _NOT_SUSPECT)
+            job = by_id.get(id(part))
             if job is None:
-                job = parts[text] = {**shared, "node": part}
+                job = by_id[id(part)] = parts.setdefault(_canonical(part), {**shared, "node": part})
             each[outcome.node.name] = job
         return each
 
@@ -408,13 +418,17 @@ class Walk:
         variables: dict[str, Any] | None = None
         seen_by_node: tuple[tuple[bool, str | None], ...] = ()
         if by_node:
-            variables = self._decision_variables(outcome, runbook, before, result, cluster, job)
-            seen_by_node = tuple(_evaluate(compiled.when[(step.id, i)], variables) for i in by_node)
+            if known.members is None:
+                variables = self._decision_variables(outcome, runbook, before, result, cluster, job)
+                known.members = tuple(compiled.when[(step.id, i)].members(variables) for i in by_node)
+            seen_by_node = self._seen_by_node(outcome, known.members, by_node, step, compiled, lambda: (
+                variables or self._decision_variables(outcome, runbook, before, result, cluster, job)))
         decision = known.decisions.get(seen_by_node)
         if decision is not None:
             evidence.when, evidence.branch = decision.when, decision.branch
-            evidence.decided_by = (decision.decided_by if decision.reads is None else
-                                   _values_read(decision.reads, step, compiled, variables or {}))
+            evidence.decided_by = (decision.decided_by if decision.reads is None else _values_read(
+                decision.reads, step, compiled, outcome.node, lambda: variables or self._decision_variables(
+                    outcome, runbook, before, result, cluster, job)))
             if decision.notes:
                 evidence.notes.extend(decision.notes)
             target = decision.target
@@ -433,6 +447,7 @@ class Walk:
         outcome.seen, outcome.jobs, outcome.job = known.after.seen, known.after.jobs, known.after.job
         outcome.evidence.append(evidence)
         outcome.path.append(evidence.step)
+        evidence.goto = target  # before the listeners: a live report shows where the node goes
         for listener in self.listeners:
             listener.on_step(outcome, evidence)
         if target is None:
@@ -440,8 +455,22 @@ class Walk:
             self._fail(outcome, TIMEOUT if result.get("timed_out") else ERROR,
                        f"step {step.id}: {why} and no branch handles it")
             return
-        evidence.goto = target
         self._move(outcome, runbook, target)
+
+    @staticmethod
+    def _seen_by_node(outcome: NodeOutcome, members: tuple[frozenset[str] | bool | None, ...],
+                      by_node: tuple[int, ...], step: Step, compiled: Compiled,
+                      variables: Callable[[], dict[str, Any]]) -> tuple[tuple[bool, str | None], ...]:
+        """What each condition that reads the node finds on this one: a set lookup where its
+        `Expression.members` decided it for the node's history, else an evaluation."""
+        name = _name_of(outcome.node)
+        seen = []
+        for i, found in zip(by_node, members, strict=True):
+            if found is None or type(name) is not str:
+                seen.append(_evaluate(compiled.when[(step.id, i)], variables()))
+            else:
+                seen.append((found is not False and name in found, None))  # type: ignore[operator]
+        return tuple(seen)
 
     def _decision_variables(self, outcome: NodeOutcome, runbook: Runbook, before: _Lineage,
                             result: dict[str, Any], cluster: list[Any],
@@ -685,6 +714,17 @@ class Walk:
         for listener in self.listeners:
             listener.on_node_done(outcome)
 
+    def _idle(self) -> None:
+        for listener in self.listeners:
+            idle = getattr(listener, "on_idle", None)
+            if idle is not None:
+                idle()
+
+
+def _name_of(node: Node) -> Any:
+    """`node.name` as a condition sees it: the node's variables may set their own `name`."""
+    return node.vars.get("name", node.name)
+
 
 def _split_target(runbook: Runbook, target: str) -> tuple[str, str]:
     """A goto as (runbook id, step or conclusion id): `other:step` names another runbook."""
@@ -713,6 +753,7 @@ def _evaluate(expression: expr.Expression, variables: dict[str, Any]) -> tuple[b
         return False, str(exc)
 
 
+_NOT_SUSPECT: dict[str, Any] = {"suspect": False}  # a node the analysis says nothing of
 _PER_NODE = object()  # a value of `decided_by` read on each node (its path starts at `node`)
 _NOT_READ = object()  # a path whose value is no evidence (missing, or empty)
 Reads = tuple[tuple[int, tuple[tuple[str, Any], ...]], ...]
@@ -738,13 +779,16 @@ def _reads_of(branch: int | None, step: Step, compiled: Compiled, variables: dic
     return tuple(reads)
 
 
-def _values_read(reads: Reads, step: Step, compiled: Compiled, variables: dict[str, Any]) -> dict[str, Any]:
-    """`decided_by` as `_choose` makes it, from the shared values and this node's own."""
+def _values_read(reads: Reads, step: Step, compiled: Compiled, node: Node,
+                 variables: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`decided_by` as `_choose` makes it, from the shared values and this node's own (its name
+    read directly; the node's variables made only for another path from `node`)."""
     values: dict[str, Any] = {}
     for i, paths in reads:
         for path, value in paths:
             if value is _PER_NODE:
-                value = _read_one(compiled.when[(step.id, i)], path, variables)
+                value = (_name_of(node) if path == "node.name"
+                         else _read_one(compiled.when[(step.id, i)], path, variables()))
             if value is not _NOT_READ:
                 values[path] = value
     return values
