@@ -242,3 +242,37 @@ def test_a_dead_gateway_makes_its_nodes_unreachable_and_the_others_go_on(make_cl
                              "node04": ("unreachable", None)}, out.stderr
     assert "through gateway node02: connection refused by 127.0.0.3" in reasons(out)["node04"]
     assert out.returncode == 3
+
+
+@needs_cluster
+def test_a_batch_through_two_gateways_goes_on_when_one_dies(make_cluster, tmp_path: Path) -> None:
+    """The walk's batch API (`run_many`, what `runbook run` uses): one write per gateway, each
+    answer as it lands. A gateway that dies answers its nodes `unreachable` at once while the
+    other's node still runs; close() (Ctrl-C) ends that one as interrupted."""
+    cl = with_gateways(make_cluster(4))  # node03 behind node01, node04 behind node02
+    transport = GatewayTransport(connect_timeout=10, persist=0, gateways={g: {} for g in GATEWAYS})
+    nodes = [Node("node03", "gateway", {"gateway": "node01"}),
+             Node("node04", "gateway", {"gateway": "node02"}),
+             Node("node05", "gateway", {})]  # no gateway: an error of its own, the batch goes on
+    hang = {"check": "command", "with": {"run": f"touch {tmp_path}/$(hostname); exec sleep 300"}}
+    answers: list[tuple[int, Any]] = []
+    thread = threading.Thread(target=lambda: answers.extend(transport.run_many(nodes, hang, 120)))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HOME", str(cl.home))
+        try:
+            thread.start()
+            wait_for(lambda: all((tmp_path / n.name).exists() for n in nodes[:2]), 60)
+            cl.kill_sshd("node02")  # the gateway dies mid-check, with its relay and its ssh
+            wait_for(lambda: len(answers) == 2, 30, lambda: answers)
+            got = dict(answers)
+            assert got[2].error == "no gateway for this node (--gateways)"
+            assert got[1].status == "unreachable"
+            assert got[1].error.startswith("through gateway node02: connection lost")
+            assert thread.is_alive()  # node01's node goes on
+        finally:
+            transport.close()
+            thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert dict(answers)[0].error == "interrupted: the run is stopping"
+    for host in ("node01", "node03", "node04"):
+        wait_for(lambda h=host: not leftovers(cl, h), 10, lambda h=host: (h, leftovers(cl, h)))

@@ -40,8 +40,10 @@ import math
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from queue import Empty, SimpleQueue
 from typing import Any
 
 from runbook.transports import INTERRUPTED, Node, ProbeAnswer
@@ -130,6 +132,20 @@ class _Waiter:
             self.done.set()
 
 
+class _Landing:
+    """A waiter of a batch (`run_many`): its answer lands on the batch's queue, tagged."""
+
+    __slots__ = ("landed", "index", "settled")
+
+    def __init__(self, landed: SimpleQueue[tuple[int, dict[str, Any]]], index: int) -> None:
+        self.landed, self.index, self.settled = landed, index, False
+
+    def settle(self, message: dict[str, Any]) -> None:
+        if not self.settled:  # once: a late answer after the relay was given up on is dropped
+            self.settled = True
+            self.landed.put((self.index, message))
+
+
 class _Link:
     """One gateway's connection: requests out, answers in by id, read by a thread of its own."""
 
@@ -163,12 +179,20 @@ class _Link:
 
     def send(self, ident: int, message: dict[str, Any]) -> _Waiter:
         waiter = _Waiter()
-        data = (json.dumps(message) + "\n").encode()
+        self.send_all([(ident, message, waiter)])
+        return waiter
+
+    def send_all(self, requests: list[tuple[int, dict[str, Any], Any]]) -> None:
+        """Send each (id, message, waiter) in one write; each waiter is settled with its answer,
+        or at once with `dead` when this gateway no longer answers."""
+        data = "".join(json.dumps(message) + "\n" for _, message, _ in requests).encode()
         with self.lock:
             if self.dead is not None or self.session is None:
-                waiter.settle({"dead": self.dead})
-                return waiter
-            self.pending[ident] = waiter
+                for _, _, waiter in requests:
+                    waiter.settle({"dead": self.dead})
+                return
+            for ident, _, waiter in requests:
+                self.pending[ident] = waiter
             session = self.session
         # Not under self.lock: a write that waits for the relay to read must not keep the
         # reader thread from settling answers.
@@ -176,7 +200,11 @@ class _Link:
             sent = session.send(data)
         if not sent:
             self.fail("connection lost")
-        return waiter
+
+    def forget(self, idents: list[int]) -> None:
+        with self.lock:
+            for ident in idents:
+                self.pending.pop(ident, None)
 
     def read(self, transport: GatewayTransport, gateway: Node) -> None:
         """Dispatch the relay's answers until its output ends; then it is dead, with why."""
@@ -221,25 +249,109 @@ class GatewayTransport:
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         start = time.monotonic()
-        gateway = str(node.vars.get("gateway") or "")
+        refused = self._refused(node)
+        if refused is not None:
+            return refused
+        gateway = str(node.vars["gateway"])
+        link = self._link(gateway)
+        ident, message = self._message(link, node, request, timeout)
+        waiter = link.send(ident, message)
+        limit = self._limit(timeout)
+        if not waiter.done.wait(limit):
+            link.forget([ident])
+            waiter.settle({"dead": f"no answer from its relay within {limit:g}s"})
+        return self._answer(node, gateway, self._python(node), waiter.message, time.monotonic() - start)
+
+    def run_many(self, nodes: list[Node], request: dict[str, Any],
+                 timeout: float) -> Iterator[tuple[int, ProbeAnswer]]:
+        """The walk's batch API (transports/__init__.py): every node's request goes down its
+        gateway's connection in one write per gateway, and each answer is yielded as it comes.
+        No thread waits per node, which is what lets one client walk 100,000 nodes."""
+        start = time.monotonic()
+        landed: SimpleQueue[tuple[int, dict[str, Any]]] = SimpleQueue()
+        by_link: dict[str, list[int]] = {}
+        for index, node in enumerate(nodes):
+            refused = self._refused(node)
+            if refused is not None:
+                yield index, refused
+            else:
+                by_link.setdefault(str(node.vars["gateway"]), []).append(index)
+        links = self._links_of(list(by_link))  # the first batch connects each gateway, at once
+        sent: dict[int, tuple[_Link, int]] = {}
+        for gateway, indexes in by_link.items():
+            requests = []
+            for index in indexes:
+                ident, message = self._message(links[gateway], nodes[index], request, timeout)
+                requests.append((ident, message, _Landing(landed, index)))
+                sent[index] = (links[gateway], ident)
+            links[gateway].send_all(requests)
+        yield from self._landed(nodes, sent, landed, start + self._limit(timeout), start)
+
+    def _landed(self, nodes: list[Node], sent: dict[int, tuple[_Link, int]],
+                landed: SimpleQueue[tuple[int, dict[str, Any]]], deadline: float,
+                start: float) -> Iterator[tuple[int, ProbeAnswer]]:
+        """A batch's answers as they land; past the deadline, the rest given up on."""
+        try:
+            while sent:
+                try:
+                    index, message = landed.get(timeout=max(0.0, deadline - time.monotonic()))
+                except Empty:
+                    break
+                if sent.pop(index, None) is not None:
+                    node = nodes[index]
+                    yield index, self._answer(node, str(node.vars["gateway"]), self._python(node), message,
+                                              time.monotonic() - start)
+            limit = deadline - start
+            for index in sorted(sent):
+                node = nodes[index]
+                yield index, self._answer(node, str(node.vars["gateway"]), self._python(node),
+                                          {"dead": f"no answer from its relay within {limit:g}s"}, limit)
+        finally:  # given up on, or the walk stopped asking: the relays' late answers are dropped
+            for link, ident in sent.values():
+                link.forget([ident])
+
+    def _refused(self, node: Node) -> ProbeAnswer | None:
         if self.closed:
             return ProbeAnswer("error", error=INTERRUPTED)
-        if not gateway:
+        if not node.vars.get("gateway"):
             return ProbeAnswer("error", error="no gateway for this node (--gateways)")
-        link = self._link(gateway)
+        return None
+
+    def _python(self, node: Node) -> str:
+        return str(node.vars.get("python") or self.python or "python3")
+
+    def _limit(self, timeout: float) -> float:
+        """How long a check may take through a gateway before its relay is given up on."""
+        return timeout + 2 * self.connect_timeout + ssh_transport.COPY_TIMEOUT_S + ANSWER_MARGIN_S
+
+    def _message(self, link: _Link, node: Node, request: dict[str, Any],
+                 timeout: float) -> tuple[int, dict[str, Any]]:
         ident = next(self._ids)
-        python = str(node.vars.get("python") or self.python or "python3")
         message: dict[str, Any] = {"id": ident, "node": node.name, "request": request, "timeout": timeout}
         if link.first_time(node.name):  # the relay keeps how to reach a node for the run
             message.update(host=node.vars.get("host") or node.name, port=node.vars.get("port"),
-                           user=node.vars.get("user"), script=SshTransport._script(node, python))
-        waiter = link.send(ident, message)
-        limit = timeout + 2 * self.connect_timeout + ssh_transport.COPY_TIMEOUT_S + ANSWER_MARGIN_S
-        if not waiter.done.wait(limit):
-            with link.lock:
-                link.pending.pop(ident, None)
-            waiter.settle({"dead": f"no answer from its relay within {limit:g}s"})
-        return self._answer(node, gateway, python, waiter.message, time.monotonic() - start)
+                           user=node.vars.get("user"), script=SshTransport._script(node, self._python(node)))
+        return ident, message
+
+    def _links_of(self, gateways: list[str]) -> dict[str, _Link]:
+        """Each gateway's link; those not yet connected connect in parallel."""
+        with self._lock:
+            links = {name: link for name in gateways
+                     if (link := self._links.get(name)) is not None and link.ready.is_set()}
+        threads = []
+        for gateway in gateways:
+            if gateway in links:
+                continue
+
+            def connect(name: str = gateway) -> None:
+                links[name] = self._link(name)
+
+            thread = threading.Thread(target=connect, name=f"gateway {gateway} connect", daemon=True)
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join()
+        return links
 
     def _answer(self, node: Node, gateway: str, python: str, message: dict[str, Any],
                 elapsed: float) -> ProbeAnswer:
