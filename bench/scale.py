@@ -47,6 +47,7 @@ from runbook.report.stream import JsonLinesReporter  # noqa: E402
 from runbook.report.text import TextReporter  # noqa: E402
 from runbook.run.walk import Walk, WalkOptions  # noqa: E402
 from runbook.transports import Node, ProbeAnswer  # noqa: E402
+from runbook.transports.local import parse_answer  # noqa: E402
 
 CANNED: dict[str, dict[str, Any]] = {
     "find-process": {"found": True, "pid": 1, "cpu_percent": 1.0,
@@ -64,13 +65,15 @@ CANNED: dict[str, dict[str, Any]] = {
 
 class SimulatedTransport:
     """Canned answers after a latency; some nodes hang on every check, some cannot be reached.
-    Each answer is parsed from JSON text, as a real transport's is: every node's result is its
-    own objects (sharing them would flatter the engine's memory)."""
+    Each answer is parsed from the probe's answer line by the function the SSH, gateway and local
+    transports use (`parse_answer`): every node's result is its own objects (sharing them would
+    flatter the engine's memory)."""
 
     def __init__(self, latency_s: float, jitter_s: float, hanging: set[str], unreachable: set[str]) -> None:
         self.latency_s, self.jitter_s = latency_s, jitter_s
         self.hanging, self.unreachable = hanging, unreachable
-        self.texts = {step: json.dumps({"timed_out": False, **answer}) for step, answer in CANNED.items()}
+        self.lines = {step: json.dumps({"result": {"timed_out": False, **answer}}).encode()
+                      for step, answer in CANNED.items()}
 
     def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
         time.sleep(self.latency_s + random.random() * self.jitter_s)
@@ -81,7 +84,7 @@ class SimulatedTransport:
             return ProbeAnswer("unreachable", error="connection refused (simulated)")
         if node.name in self.hanging:
             return ProbeAnswer("ok", {"timed_out": True, "reason": "simulated hang"})
-        return ProbeAnswer("ok", json.loads(self.texts.get(request["step"], '{"timed_out": false}')))
+        return parse_answer(self.lines.get(request["step"], b'{"result": {"timed_out": false}}'), b"", 0, 0.0)
 
     def close(self) -> None:
         pass

@@ -82,3 +82,31 @@ def test_shared_decisions_equal_each_node_decided_alone(library: Library,
     assert shared == alone
     assert len({v[3] for v in shared.values()}) > 2, "the variants should reach several conclusions"
     assert any(v[3] == "driver-version-differs" for v in shared.values()), "a by-node branch should match"
+
+
+def test_equal_answer_lines_are_one_result_and_other_lines_their_own(library: Library) -> None:
+    """A transport that parses the probe's answer line (`parse_answer`) keeps it: the walk tells
+    equal answers apart by their lines, and an answer without one by its written form."""
+    from runbook.transports import ProbeAnswer
+    from runbook.transports.local import parse_answer
+
+    lines = {"n1": b'{"result": {"exists": true, "age_s": 900}}',
+             "n2": b'{"result": {"exists": true, "age_s": 900}}',
+             "n3": b'{"result": {"exists": true, "age_s": 5}}'}
+
+    class Lines:
+        def run_check(self, node: Node, request: dict[str, Any], timeout: float) -> ProbeAnswer:
+            if node.name == "n4":  # no line: compared by its written form
+                return ProbeAnswer("ok", {"exists": True, "age_s": 900})
+            return parse_answer(lines[node.name], b"", 0, 0.1)
+
+        def close(self) -> None:
+            pass
+
+    runbook = library.get("training-hang")
+    walk = Walk(library, runbook, [Node(n) for n in ("n1", "n2", "n3", "n4")], Lines(),
+                {"log": "/var/log/train.log"}, entry="read-log")
+    first = {o.node.name: o.evidence[0].result for o in walk.run()}
+    assert first["n1"] is first["n2"]
+    assert first["n3"] is not first["n1"] and first["n3"]["age_s"] == 5
+    assert first["n4"] == first["n1"] and first["n4"] is not first["n1"]

@@ -342,13 +342,15 @@ class Walk:
     def _decide_group(self, group: list[tuple[NodeOutcome, ProbeAnswer]]) -> None:
         runbook, step, compiled = self._locate(group[0][0])
         # Equal answers become one object: one copy in memory, and one identity to key decisions by.
-        results: dict[str, dict[str, Any]] = {}
+        results: dict[tuple[bool, str], dict[str, Any]] = {}
         answered: list[tuple[NodeOutcome, ProbeAnswer, dict[str, Any] | None]] = []
         for outcome, answer in group:
             result = None
             if answer.status == "ok":
                 result = answer.result or {}
-                result = results.setdefault(_canonical(result), result)
+                # the answer's line where the transport kept it (the same line, the same result)
+                key = (False, _canonical(result)) if answer.text is None else (True, answer.text)
+                result = results.setdefault(key, result)
             answered.append((outcome, answer, result))
         reads = self._condition_inputs(runbook, step, compiled)
         cluster = ([{"node": o.node.name, "result": r} for o, _, r in answered if r is not None]

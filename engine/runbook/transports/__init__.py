@@ -45,6 +45,9 @@ class ProbeAnswer:
     result: dict[str, Any] | None = None
     error: str | None = None
     duration_s: float = 0.0
+    # The probe's answer line the result was parsed from, where there was one: equal lines are
+    # equal results, so the walk tells equal answers apart by it without writing each result out.
+    text: str | None = field(default=None, repr=False, compare=False)
 
 
 # The error of a check asked for (or still running) once the run is stopping (Ctrl-C, SIGTERM).

@@ -122,12 +122,13 @@ def stop_probe(proc: subprocess.Popen[bytes]) -> None:
 
 def parse_answer(out: bytes, err: bytes, returncode: int | None, elapsed: float) -> ProbeAnswer:
     """Turn the probe's stdout into an answer; anything else is a one-line error."""
+    text = out.decode("utf-8", "replace")
     try:
-        answer = json.loads(out.decode("utf-8", "replace"))
+        answer = json.loads(text)
     except ValueError:
         last = (err.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
         return ProbeAnswer("error", error=f"probe exited {returncode}: {last[:300]}",
                            duration_s=elapsed)
     if "error" in answer:
         return ProbeAnswer("error", error=str(answer["error"]), duration_s=elapsed)
-    return ProbeAnswer("ok", answer.get("result") or {}, duration_s=elapsed)
+    return ProbeAnswer("ok", answer.get("result") or {}, duration_s=elapsed, text=text.strip())
