@@ -284,3 +284,20 @@ def test_live_progress_shows_where_each_node_goes(tmp_path: Path) -> None:
     assert any(line.startswith("  n2") and "age (log" in line and line.endswith("→ stalled")
                for line in lines)
     assert any(line.startswith("  n1") and line.endswith("→ fine") for line in lines)
+
+
+def test_nodes_alike_share_one_conclusion_entry_unless_their_fixes_ran(tmp_path: Path) -> None:
+    """build_report writes one conclusion entry for the nodes that reached the same conclusion
+    with the same commands; a node whose fixes ran keeps its own, with their results."""
+    _, runbook, outcomes = walk(tmp_path, [])
+    results = {("n3", 0): {"status": "ok", "exit_code": 0}}
+    report = build_report(runbook, outcomes, "2026-11-22T03:00:00Z", 1.0, "en", {}, results)
+    by_node = {n["node"]: n for n in report["nodes"]}
+    assert by_node["n2"]["conclusion"]["id"] == by_node["n3"]["conclusion"]["id"] == "stalled"
+    assert by_node["n3"]["conclusion"]["fixes"][0]["result"] == {"status": "ok", "exit_code": 0}
+    assert "result" not in by_node["n2"]["conclusion"]["fixes"][0]
+    library = load_library([tmp_path])
+    alike = {"n3": RESULTS["n3"], "n5": RESULTS["n3"]}  # the same answers: the same commands
+    twins = Walk(library, runbook, [Node(n) for n in alike], ReplayTransport(alike), {}).run()
+    same = {n["node"]: n["conclusion"] for n in build_report(runbook, twins, "x", 1.0, "en", {})["nodes"]}
+    assert same["n3"]["id"] == "stalled" and same["n3"] is same["n5"]

@@ -162,3 +162,19 @@ def test_hostile_text_is_redacted_in_linear_time(text: str) -> None:
     begin = time.monotonic()
     Redactor().text(text)
     assert time.monotonic() - begin < 5
+
+
+def test_a_shared_answer_is_redacted_once_and_as_its_copies_are() -> None:
+    """A report of many nodes holds each distinct answer once; redacting it once per object
+    gives what redacting each node's own copy gives, secrets hidden in every place it shows."""
+    import copy
+
+    token = "hf_" + "Z" * 34
+    answer = {"last": f"login with {token}", "password": "hunter22", "lines": ["ok", f"Bearer {token}"]}
+    shared = {"nodes": [{"node": f"n{i}", "result": answer} for i in range(3)], "again": answer}
+    copies = copy.deepcopy(shared)
+    out = Redactor().data(shared)
+    assert out == Redactor().data(copies)
+    assert token not in json.dumps(out) and "hunter22" not in json.dumps(out)
+    assert out["nodes"][0]["result"] is out["nodes"][2]["result"]  # one copy, as the input had
+    assert shared["nodes"][0]["result"]["password"] == "hunter22"  # the input is left as it was

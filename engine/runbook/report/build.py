@@ -40,13 +40,33 @@ def job_entry(verdict: Any, lang: str) -> dict[str, Any]:
             "suspects": sorted(n for n, part in (result.get("nodes") or {}).items() if part.get("suspect"))}
 
 
-def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None = None) -> dict[str, Any]:
+class SharedConclusions:
+    """One conclusion entry for the nodes of a report that reached the same conclusion with the
+    same commands (the walk gives such nodes one list of them) and no fix results of their own."""
+
+    def __init__(self, fix_results: FixResults | None) -> None:
+        self.with_results = {node for node, _ in fix_results or {}}
+        self.entries: dict[tuple[int, int, int], tuple[Any, dict[str, Any] | None]] = {}
+
+    def entry(self, outcome: NodeOutcome, lang: str, fix_results: FixResults | None) -> dict[str, Any] | None:
+        if outcome.conclusion is None or outcome.node.name in self.with_results:
+            return conclusion_entry(outcome, lang, fix_results)
+        key = (id(outcome.conclusion), id(outcome.conclusion_runbook), id(outcome.fix_commands))
+        known = self.entries.get(key)
+        if known is None:  # the commands are held in the value: their id is not reused meanwhile
+            known = self.entries[key] = (outcome.fix_commands, conclusion_entry(outcome, lang))
+        return known[1]
+
+
+def node_entry(outcome: NodeOutcome, lang: str, fix_results: FixResults | None = None,
+               shared: SharedConclusions | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {"node": outcome.node.name, "status": outcome.status,
                              "path": list(outcome.path)}
     finding = finding_text(outcome, lang)
     if finding is not None:
         entry["finding"] = finding
-    entry["conclusion"] = conclusion_entry(outcome, lang, fix_results)
+    entry["conclusion"] = (conclusion_entry(outcome, lang, fix_results) if shared is None
+                           else shared.entry(outcome, lang, fix_results))
     findings = job_findings(outcome, lang)
     if findings:
         entry["job_findings"] = findings
@@ -121,7 +141,8 @@ def build_report(runbook: Runbook, outcomes: list[NodeOutcome], started_at: str,
     `summary.incomplete` is then true and `summary.reason` says why. Secrets (secret-named
     params and env values, credential-shaped text) are redacted here, so every format, and the
     bundle that copies the report, is clean."""
-    nodes = [node_entry(o, lang, fix_results) for o in outcomes]
+    shared = SharedConclusions(fix_results)
+    nodes = [node_entry(o, lang, fix_results, shared) for o in outcomes]
     jobs = [job_entry(v, lang) for v in job_verdicts or []]
     by_conclusion: dict[str, list[str]] = defaultdict(list)
     by_status: dict[str, list[str]] = defaultdict(list)

@@ -190,11 +190,24 @@ class Redactor:
         return text
 
     def data(self, value: Any, key: str | None = None) -> Any:
-        """JSON-like data with secret-named fields and secrets inside strings hidden."""
-        if isinstance(value, dict):
-            return {k: self.data(v, str(k)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.data(v) for v in _hide_split_keys(value)]
+        """JSON-like data with secret-named fields and secrets inside strings hidden. A dict or
+        list that shows up more than once (a report of many nodes holds each distinct answer
+        once, shared by the nodes that gave it) is redacted once, and its copy shared alike."""
+        return self._data(value, key, {})
+
+    def _data(self, value: Any, key: str | None, done: dict[int, Any]) -> Any:
+        if isinstance(value, (dict, list)):
+            # A container's redacted form depends on its content alone (the key matters only
+            # for scalars); `value` is alive through the call, so its id is not reused.
+            known = done.get(id(value))
+            if known is not None:
+                return known
+            if isinstance(value, dict):
+                copied: Any = {k: self._data(v, str(k), done) for k, v in value.items()}
+            else:
+                copied = [self._data(v, None, done) for v in _hide_split_keys(value)]
+            done[id(value)] = copied
+            return copied
         if key is not None and is_secret_text_name(key) and isinstance(value, (str, int, float)) \
                 and not isinstance(value, bool):
             return REDACTED
