@@ -178,3 +178,16 @@ def test_a_shared_answer_is_redacted_once_and_as_its_copies_are() -> None:
     assert token not in json.dumps(out) and "hunter22" not in json.dumps(out)
     assert out["nodes"][0]["result"] is out["nodes"][2]["result"]  # one copy, as the input had
     assert shared["nodes"][0]["result"]["password"] == "hunter22"  # the input is left as it was
+
+
+def test_a_full_memo_keeps_the_strings_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report of 100,000 nodes writes 100,000 names: once the memo is full it stops growing
+    and keeps the strings seen first (the titles and texts every node repeats)."""
+    from runbook.run import redact
+
+    monkeypatch.setattr(redact, "TEXT_MEMO_MAX", 3)
+    redactor = Redactor()
+    redactor.text("The log stopped")
+    for i in range(10):
+        assert redactor.text(f"gpu{i:05d} password=hunter{i}") == f"gpu{i:05d} password={REDACTED}"
+    assert len(redactor._texts) == 3 and "The log stopped" in redactor._texts

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runbook.jobs.words import named, ranges, ranks_word
+from runbook.jobs.words import NAMED_MAX, named, ranges, ranks_word
 
 
 def analyse(results: dict[str, dict[str, Any] | None], params: dict[str, Any]) -> dict[str, Any]:
@@ -97,4 +97,7 @@ def _world_sizes(result: dict[str, Any] | None) -> list[int]:
 
 
 def _where(found: dict[str, set[int]], lang: str = "en") -> str:
-    return named([f"{node}: {ranges(sorted(r))}" for node, r in sorted(found.items()) if r], lang, "; ")
+    running = sorted(node for node, r in found.items() if r)
+    # only the nodes the sentence names are written out; the others are counted
+    shown = [f"{node}: {ranges(sorted(found[node]))}" for node in running[:NAMED_MAX]]
+    return named(shown + running[NAMED_MAX:], lang, "; ")

@@ -171,16 +171,20 @@ class JsonLinesReporter(SilentReporter):
         if known is not None:
             return known[1]
         parts = []
+        own = False  # a dict with the node's own values is this node's: not kept for others
         for path, value in decided_by.items():
             if path == "node.name" and value == name[0]:
                 parts.append('"node.name":' + name[1])
+                own = True
             elif from_node(path):  # the node's own values: one text each
                 parts.append(dumps(self._redactor.data({path: value}))[1:-2])
+                own = True
             else:
                 key = ("item", path, value if type(value) is str else id(value))
                 parts.append(texts.get(key, value, lambda p=path, v=value: {p: v})[1:-1])
         text = "{" + ",".join(parts) + "}"
-        texts.put(id(decided_by), decided_by, text)
+        if not own:
+            texts.put(id(decided_by), decided_by, text)
         return text
 
     def _write(self, line: dict[str, Any]) -> None:

@@ -142,9 +142,11 @@ class Redactor:
         """Text with every secret shape hidden (logs, configs, command output)."""
         done = self._texts.get(text)
         if done is None:
-            if len(self._texts) >= TEXT_MEMO_MAX:
-                self._texts.clear()
-            done = self._texts[text] = self._hide(text)
+            done = self._hide(text)
+            # Once full, the memo keeps what it holds: the strings a report repeats come early,
+            # and clearing it for 100,000 node names would make every node recompute them.
+            if len(self._texts) < TEXT_MEMO_MAX:
+                self._texts[text] = done
         return done
 
     @classmethod

@@ -218,9 +218,10 @@ class Walk:
         start = entry or runbook.start
         self.outcomes = [NodeOutcome(n, runbook_id=runbook.id, step_id=start) for n in nodes]
         self.job_verdicts: list[JobVerdict] = []
-        # Per (runbook, step): the paths its conditions / its `with:` templates read.
+        # Per (runbook, step): the paths its conditions / its `with:` templates read (and whether
+        # the latter read the node itself).
         self._when_inputs: dict[tuple[str, str], tuple[expr_inputs.Path, ...]] = {}
-        self._with_inputs: dict[tuple[str, str], tuple[expr_inputs.Path, ...]] = {}
+        self._with_inputs: dict[tuple[str, str], tuple[tuple[expr_inputs.Path, ...], bool]] = {}
         # A conclusion's findings, fixes and verify checks rendered, by template and input key,
         # for the whole run (templates live as long as the library, so their ids are stable).
         self._template_inputs: dict[int, tuple[expr_inputs.Path, ...]] = {}
@@ -313,11 +314,13 @@ class Walk:
         runbook, step, compiled = self._locate(outcome)
         templates = compiled.with_.get(step.id, {})
         where = (runbook.id, step.id)
-        inputs = self._with_inputs.get(where)
-        if inputs is None:
-            inputs = self._with_inputs[where] = expr.value_inputs(templates)
+        known = self._with_inputs.get(where)
+        if known is None:
+            inputs = expr.value_inputs(templates)
+            known = self._with_inputs[where] = (inputs, _reads_node(inputs))
+        inputs, reads_node = known
         params = self._params(runbook, outcome.node)
-        if not _reads_node(inputs):  # the same history and parameters give the same request
+        if not reads_node:  # the same history and parameters give the same request
             key: Any = (where, id(outcome.lineage), id(params))
         else:
             key = (where, expr_inputs.input_key(inputs, self._variables(outcome, runbook)))
