@@ -318,7 +318,7 @@
       readings = this.logEnds(lines); // result.rank_all: a paste that just stops
     }
     if (!matches.some(function (m) { return !m.generic; })) { // result.rank_all
-      var read = this.fromReadings(readings), named = {};
+      var read = this.fromReadings(readings.concat(this.differenceReadings(differences))), named = {};
       read.forEach(function (m) { named[m.key] = true; });
       matches = this.ranking.order(read.concat(matches.filter(function (m) { return !named[m.key]; })));
     }
@@ -774,6 +774,7 @@
 
   // series.describe_reading: one clause in the page's language
   Engine.prototype.describeReading = function (reading, lang) {
+    if (reading.reading === "differs") return this.describeDifferences([reading.facts.difference], lang);
     var stackText = this.data.stacks.texts[reading.reading];
     if (stackText) {
       return stackText[lang].replace(/\{(\w+)\}/g, function (_, name) {
@@ -926,6 +927,26 @@
       break; // the first matrix only
     }
     return out;
+  };
+
+  // spread.as_readings: each difference as a guess at the conclusion it points to
+  Engine.prototype.differenceReadings = function (differences) {
+    return differences.map(function (diff) {
+      return { reading: "differs", conclusion: diff.conclusion, facts: { difference: diff }, guess: true };
+    });
+  };
+
+  // spread.describe: which facts differ, and who has which value
+  Engine.prototype.describeDifferences = function (differences, lang) {
+    var zh = lang === "zh";
+    var parts = differences.map(function (diff) {
+      var held = diff.values.map(function (item) {
+        var who = item.who.join(", ") + (item.more ? " (+" + item.more + ")" : "");
+        return zh ? item.value + "（" + who + "）" : item.value + " on " + who;
+      });
+      return zh ? diff.fact + "：" + held.join("；") : diff.fact + ": " + held.join("; ");
+    });
+    return zh ? "各主机/rank 之间不一致——" + parts.join("；") : "differs across hosts/ranks: " + parts.join(" | ");
   };
 
   // verdict.from_readings: a match per conclusion the readings name (a healthy reading makes none)

@@ -362,6 +362,12 @@ def test_page_names_what_differs_across_hosts_like_runbook_triage(browser, site:
             " return {fact: d.fact, conclusion: d.conclusion, values: d.values.map(function (v) {"
             " return {value: v.value, who: v.who, more: v.more, line: v.line}; })}; });", log_text(path))
         assert got == expected, path.name
+        python = python_triage(library_and_kb, path)
+        assert (shown["verdict"], shown["matches"]) == python_answer(python), path.name
+        if path == real:  # no line names a failure: the difference is the conclusion, said alike
+            assert shown["matches"][0][0] == "nccl-errors:nccl-settings-differ"
+            said = shown["items"][0].find_element(By.CSS_SELECTOR, ".match-reading").text
+            assert said == describe_reading(python.matches[0].reading, "en")
         box = browser.find_element(By.CSS_SELECTOR, "#triage-status .triage-differences")
         assert "Differs across hosts/ranks:" in box.text
         for diff in expected:

@@ -32,7 +32,7 @@ from runbook.triage.ordering import role_rank
 from runbook.triage.readings import logends, topology
 from runbook.triage.readings.series import describe as describe_numbers
 from runbook.triage.readings.series import describe_reading
-from runbook.triage.readings.spread import describe
+from runbook.triage.readings.spread import as_readings, describe
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
 from runbook.triage.verdict import KNOCK_ON, SIMILAR, Match, from_readings, order
@@ -143,8 +143,8 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     differences = scanner.spread.differences()
     if not (matches or readings or differences or scanner.errors.any() or binary):
         readings = logends.readings(tail, shape_of(tail, "no-error"))
-    if not specific:  # what a dump or the numbers name outranks a generic line of the same conclusion
-        read = from_readings(library, readings)
+    if not specific:  # what a dump, the numbers or a difference across hosts name outranks a
+        read = from_readings(library, readings + as_readings(differences))  # generic line of theirs
         named = {(m.runbook, m.conclusion) for m in read}
         matches = order([*read, *(m for m in matches if (m.runbook, m.conclusion) not in named)])
         specific = read

@@ -55,7 +55,10 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
         runbook = library.get(match.runbook) if match.runbook else None  # type: ignore[attr-defined]
         print()
         _print_match(rank, match, lang, runbook, many_files=len(result.sources) > 1)
-    if result.differences and result.verdict != "no-error":  # no-error: the summary says it
+    # said already: by the summary (no-error), or by the matches that rest on them
+    told = result.verdict == "no-error" or any(
+        (m.reading or {}).get("reading") == "differs" for m in result.matches)
+    if result.differences and not told:
         from runbook.triage.readings.spread import describe
 
         print()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from runbook.triage.readings import logends, shown, stacks, topology
+from runbook.triage.readings import logends, shown, spread, stacks, topology
 from runbook.triage.readings.spread import who_wrote
 from runbook.triage.sources import Source, line_rank
 
@@ -417,6 +417,8 @@ def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
         return logends.describe_reading(reading, lang)
     if reading["reading"] in topology.TEXTS:
         return topology.describe_reading(reading, lang)
+    if reading["reading"] == spread.READING:
+        return spread.describe_reading(reading, lang)
     facts = dict(reading["facts"])
     if "metric" in facts:
         facts["metric"] = METRIC_NAMES[facts["metric"]][lang]

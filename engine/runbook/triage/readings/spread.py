@@ -46,6 +46,7 @@ FACTS: list[dict[str, str]] = [
 # NCCL's line prefix `gpu001:4242:4300 [3]` names the host (after a launcher's own prefix).
 IDENTITY = r"(?:^|[\s:>\]])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\]"
 MAX_SHOWN = 8  # who holds a value: the first ones, then how many more
+READING = "differs"  # a difference as a reading, for the ranking (as_readings)
 TEXT_MAX = 240  # characters of the line that first states a value
 
 _FACTS = [(spec, re.compile(spec["pattern"])) for spec in FACTS]
@@ -136,3 +137,15 @@ def describe(differences: list[dict[str, Any]], lang: str = "en") -> str:
     if zh:
         return "各主机/rank 之间不一致——" + "；".join(parts)
     return "differs across hosts/ranks: " + " | ".join(parts)
+
+
+def as_readings(differences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each difference as a reading of the conclusion it points to, for the ranking when no line
+    names a failure: a guess (a setting that differs can be harmless), but the most specific
+    conclusion such a paste supports (verdict.from_readings keeps the first per conclusion)."""
+    return [{"reading": READING, "conclusion": diff["conclusion"], "facts": {"difference": diff},
+             "guess": True} for diff in differences]
+
+
+def describe_reading(reading: dict[str, Any], lang: str = "en") -> str:
+    return describe([reading["facts"]["difference"]], lang)
