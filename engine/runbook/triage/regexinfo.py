@@ -174,3 +174,54 @@ def _class_uniform(op: Any, av: Any) -> bool:
         covered = sum(1 for d in range(ord("0"), ord("9") + 1) if low <= d <= high)
         return covered in (0, 10)
     return True  # CATEGORY (\d, \w, \s and their negations), NEGATE
+
+
+class NeedleIndex:
+    """`may_match` for many patterns at once: one pass of RE2's Set over a text finds every
+    required string it holds (a substring search per string and pattern was an eighth of
+    triage's time on a large log), then each pattern whose strings may be there is checked
+    on those found. None of this without RE2 (`build` returns None: `may_match` it is)."""
+
+    MAX_MEM = 16 << 20  # the Set's automaton: all literals, a few MB; room so it never gives up
+
+    def __init__(self, matcher: Any, ids: dict[str, int], needs: list[list[Needs]]) -> None:
+        self._matcher = matcher
+        self._always: set[int] = set()  # patterns that require nothing
+        self._by_needle: dict[int, list[int]] = {}
+        self._plans: list[list[list[frozenset[int]]]] = []
+        for index, alternatives in enumerate(needs):
+            plan = [[frozenset(ids[s] for s in choice) for choice in alternative]
+                    for alternative in alternatives]
+            self._plans.append(plan)
+            if any(not alternative for alternative in plan):
+                self._always.add(index)
+            for needle in {n for alternative in plan for choice in alternative for n in choice}:
+                self._by_needle.setdefault(needle, []).append(index)
+
+    @classmethod
+    def build(cls, needs: list[list[Needs]]) -> NeedleIndex | None:
+        try:
+            import re2
+        except ImportError:  # pragma: no cover - exercised only where the wheel is missing
+            return None
+        options = re2.Options()
+        options.max_mem = cls.MAX_MEM
+        matcher = re2.Set.SearchSet(options)
+        needles = sorted({s for alternatives in needs for alternative in alternatives
+                          for choice in alternative for s in choice})
+        ids = {needle: matcher.Add(re2.escape(needle)) for needle in needles}
+        matcher.Compile()
+        # The automaton must see every string it holds: else it is not to be trusted.
+        if needles and len(set(matcher.Match("\n".join(needles)))) != len(needles):
+            return None  # pragma: no cover - RE2 ran out of memory
+        return cls(matcher, ids, needs)
+
+    def candidates(self, text: str) -> list[int]:
+        """The patterns (by their index in `needs`) that may match `text`, in that order."""
+        present = set(self._matcher.Match(text) or ()) if self._by_needle else set()
+        maybe = set(self._always)
+        for needle in present:
+            maybe.update(self._by_needle[needle])
+        return [index for index in sorted(maybe)
+                if any(all(not choice.isdisjoint(present) for choice in alternative)
+                       for alternative in self._plans[index])]

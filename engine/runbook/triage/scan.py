@@ -29,7 +29,14 @@ from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
 from runbook.triage.readings.series import Series
 from runbook.triage.readings.spread import Spread, may_state_facts
 from runbook.triage.readings.stacks import Stacks
-from runbook.triage.regexinfo import Needs, digit_uniform, mask_digits, may_match, required_text
+from runbook.triage.regexinfo import (
+    NeedleIndex,
+    Needs,
+    digit_uniform,
+    mask_digits,
+    may_match,
+    required_text,
+)
 from runbook.triage.resolver import PatternKey, log_patterns
 from runbook.triage.score import is_generic, kept_lines, specificity
 from runbook.triage.sources import Source, line_rank, line_time
@@ -176,6 +183,8 @@ class Triage:
             pattern = self._pattern(source, None, facts)
             if pattern is not None:
                 pattern.keys.append(key)
+        self._ordered = list(self._patterns.values())
+        self._needles = NeedleIndex.build([p.needs for p in self._ordered])
 
     def _pattern(self, source: str, where: str | None, facts: dict[str, PatternFacts]) -> _Pattern | None:
         if source not in self._patterns:
@@ -225,9 +234,8 @@ class Triage:
                 self.spread.see(raw, line, self._source, number)
         self.series.block(numbers, texts, block.lines, block.lowered)
         self.stacks.block(numbers, texts, block.lines, block.lowered, self._source)
-        for pattern in self._patterns.values():
-            if not may_match(pattern.needs, block.lowered):
-                continue
+        times: dict[int, str | None] = {}  # each line's own timestamp, read once per block
+        for pattern in self._candidates(block.lowered):
             found = block.find(pattern)
             if not found:
                 continue
@@ -237,9 +245,15 @@ class Triage:
                 kept = kept_lines()
                 keep = found[:kept] + found[max(kept, len(found) - kept):]
                 shown = [self._line_hit(numbers[i], texts[i], block.lines[i], start,
-                                        texts[max(0, i - TIME_LOOKBACK):i]) for i, start in keep]
+                                        _time_above(texts, i, times)) for i, start in keep]
                 for compiled in pattern.signatures:
                     self._record(compiled, len(found), shown)
+
+    def _candidates(self, lowered: str) -> list[_Pattern]:
+        """The patterns whose required text the block holds (regexinfo.may_match), in order."""
+        if self._needles is None:
+            return [p for p in self._ordered if may_match(p.needs, lowered)]
+        return [self._ordered[i] for i in self._needles.candidates(lowered)]
 
     def _see_errors(self, numbers: list[int], texts: list[str], block: _Block) -> None:
         """Keep the block's last error lines (one line of each group of lines alike)."""
@@ -249,18 +263,11 @@ class Triage:
         last = sorted(indices[-1] for (_, indices), low in zip(block.groups, lowered, strict=True)
                       if may_hold_error(low))
         for i in last:
-            self.errors.see(block.lines[i], self._line_hit(numbers[i], texts[i], block.lines[i], 0))
+            self.errors.see(block.lines[i], self._line_hit(numbers[i], texts[i], block.lines[i], 0,
+                                                           line_time(texts[i])))
 
-    def _line_hit(self, number: int, raw: str, line: str, start: int,
-                  before: list[str] | None = None) -> LineHit:
-        """The hit of one line; its time is its own timestamp or, for a line without one (a
-        traceback's last line), the nearest one above it in the block."""
+    def _line_hit(self, number: int, raw: str, line: str, start: int, time: str | None) -> LineHit:
         rank = line_rank(raw)
-        time = line_time(raw)
-        for earlier_line in reversed(before or []):
-            if time is not None:
-                break
-            time = line_time(earlier_line)
         return LineHit(number, _shown(raw, line, start), self._source,
                        rank if rank is not None else self._source.rank, time,
                        line[:FULL_MAX] if len(raw) > TEXT_MAX else "")
@@ -307,3 +314,14 @@ def _shown(raw: str, line: str, start: int) -> str:
     begin = max(0, start - 60)
     piece = line[begin:begin + TEXT_MAX]
     return prefix + ("…" if begin else "") + piece + ("…" if begin + TEXT_MAX < len(line) else "")
+
+
+def _time_above(texts: list[str], index: int, times: dict[int, str | None]) -> str | None:
+    """A matched line's time: its own timestamp or, for a line without one (a traceback's last
+    line), the nearest one in the TIME_LOOKBACK lines above it in the block."""
+    for i in range(index, max(-1, index - TIME_LOOKBACK - 1), -1):
+        if i not in times:
+            times[i] = line_time(texts[i])
+        if times[i] is not None:
+            return times[i]
+    return None
