@@ -65,6 +65,22 @@ CASES = [
      "whyCUDA out of memory. Tried to allocate 130.00 MiB (GPU 1; 7.80 GiB total capacity; 5.91 GiB already "
      "allocated; 33.56 MiB free; 6.09 GiB reserved in total by PyTorch)",
      "cuda-oom:oom-batch-or-model"),
+    # The CUDA driver's CUDA_ERROR_OUT_OF_MEMORY as C++ extensions' check macros print it: vLLM's
+    # cumem allocator (csrc/cumem_allocator.cpp, `CUDA Error: %s at %s:%d`) when sleep mode's
+    # wake_up maps back the memory it gave away ...
+    ("https://github.com/TideDra/lmm-r1/issues/43",
+     "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: out of memory at "
+     "/workspace/csrc/cumem_allocator.cpp:62",
+     "cuda-oom:oom-batch-or-model"),
+    ("https://github.com/hiyouga/EasyR1",
+     "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62",
+     "cuda-oom:oom-batch-or-model"),
+    # ... and SGLang's torch_memory_saver (`CUresult error: <code> (<cuGetErrorString>)`) when
+    # resume_memory_occupation takes its memory back
+    ("https://github.com/sgl-project/sglang/issues/14092",
+     "(SGLangHttpServer pid=250977) [torch_memory_saver.cpp] CUresult error: 2 (out of memory)  "
+     "file=csrc/utils.h func=cu_mem_create line=194",
+     "cuda-oom:oom-batch-or-model"),
 ]
 
 
