@@ -867,7 +867,9 @@
     var recent = tail.slice(-rules.pointed_lines);
     if (recent.some(function (t) { return re.pointed.test(t); })) return [];
     if (recent.filter(function (t) { return re.values.test(t); }).length >= rules.values_min) return [];
-    var kind = tail.some(function (t) { return re.rl.test(t); }) ? "log-stops-rl" : "log-stops";
+    var raw = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.raw; }); // scan.raw_tail
+    var rl = tail.concat(raw).some(function (t) { return re.rl.test(t); });
+    var kind = rl ? "log-stops-rl" : "log-stops";
     var last = Array.from(tail[tail.length - 1].trim());
     last = last.length > rules.last_chars ? last.slice(0, rules.last_chars - 3).join("") + "..." : last.join("");
     return [{ reading: kind, conclusion: this.data.logends.conclusions[kind], guess: true, first: null,

@@ -17,6 +17,13 @@ gpu01:4242:4318 [0] NCCL INFO Connected all rings
 [2025-04-09 01:53:02] Loaded the actor and the reference model
 Collecting rollouts for step 1
 """,
+    # the same, where only Ray's prefix names the RL job's actor (the prefix is gone from the
+    # normalised lines; OpenRLHF#918's shape)
+    "rl_actor_prefix_then_silence": """\
+(LLMRayActor pid=1209, ip=10.0.0.7) INFO 03-27 00:06:10 [loader.py:447] Loading weights took 279.51 seconds
+(LLMRayActor pid=1209, ip=10.0.0.7) INFO 03-27 00:06:23 [backends.py:132] Cache the graph of shape None
+(LLMRayActor pid=1211, ip=10.0.0.7) INFO 03-27 00:06:56 [backends.py:144] Compiling a graph for general shape
+""",
     # a run that says it finished: no stall to name
     "finished_run": """\
 INFO:root:epoch 3 done

@@ -29,6 +29,15 @@ def test_an_rl_job_that_stops_is_an_rl_stage_not_said() -> None:
     assert (reading["reading"], reading["conclusion"]) == ("log-stops-rl", "rlhf-hang:stage-unknown")
 
 
+def test_an_rl_actor_named_only_by_rays_prefix_makes_it_an_rl_stage() -> None:
+    """Ray's `(LLMRayActor pid=...)` prefix is stripped from the lines triage reads, but the
+    lines as written still say which job stopped: an RL job's vLLM actor."""
+    result = triage_text(LIBRARY, None, EXAMPLES["rl_actor_prefix_then_silence"], "paste")
+    [reading] = result.readings
+    assert reading["reading"] == "log-stops-rl" and reading["conclusion"] == "rlhf-hang:stage-unknown"
+    assert (result.matches[0].runbook, result.matches[0].conclusion) == ("rlhf-hang", "stage-unknown")
+
+
 @pytest.mark.parametrize("text", [
     EXAMPLES["finished_run"],  # it says it finished
     "Traceback (most recent call last):\n  File \"train.py\", line 41, in <module>\n",  # cut in a traceback

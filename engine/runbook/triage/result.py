@@ -142,7 +142,7 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     readings = scanner.stacks.readings() + scanner.series.readings() + topology.readings(tail)
     differences = scanner.spread.differences()
     if not (matches or readings or differences or scanner.errors.any() or binary):
-        readings = logends.readings(tail, shape_of(tail, "no-error"))
+        readings = logends.readings(tail, shape_of(tail, "no-error"), list(scanner.raw_tail))
     if not specific:  # what a dump, the numbers or a difference across hosts name outranks a
         read = from_readings(library, readings + as_readings(differences))  # generic line of theirs
         named = {(m.runbook, m.conclusion) for m in read}

@@ -159,6 +159,9 @@ class Triage:
         self.counts: dict[PatternKey, int] = {}
         self.errors = ErrorLines()
         self.tail: deque[str] = deque(maxlen=ADVICE["tail_lines"])  # what advice.py reads
+        # the same lines as written: a launcher's prefix (Ray's `(LLMRayActor pid=...)`) is gone
+        # from `tail`, but it names what ran (logends.py: an RL job's actors)
+        self.raw_tail: deque[str] = deque(maxlen=ADVICE["tail_lines"])
         self.spread = Spread()  # versions and settings per host or rank, compared at the end
         self.series = Series()  # metric values per rank, read at the end (series.py)
         self.stacks = Stacks()  # the threads of pasted stack dumps (stacks.py)
@@ -228,6 +231,7 @@ class Triage:
     def _scan(self, numbers: list[int], texts: list[str]) -> None:
         block = _Block.of(texts)
         self.tail.extend(block.lines[-ADVICE["tail_lines"]:])
+        self.raw_tail.extend(texts[-ADVICE["tail_lines"]:])
         self._see_errors(numbers, texts, block)
         if may_state_facts(block.lowered):
             for number, raw, line in zip(numbers, texts, block.lines, strict=True):

@@ -61,9 +61,10 @@ VALUES = re.compile(RULES["values"])
 WORD = re.compile(r"[A-Za-z0-9\u3400-\u9fff]")  # a line that says something
 
 
-def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
+def readings(tail: list[str], shape: str, raw_tail: list[str] | None = None) -> list[dict[str, Any]]:
     """The reading of a paste that stops (at most one), from its last lines that hold a word and
-    its advice shape; [] when the shape is not ordinary output or its last lines say it finished."""
+    its advice shape; [] when the shape is not ordinary output or its last lines say it finished.
+    `raw_tail`: the same lines as written, whose launcher prefixes may name an RL job's actors."""
     lines = [line for line in tail if WORD.search(line)]
     if shape != RULES["shape"] or len(lines) < RULES["min_lines"]:
         return []
@@ -76,7 +77,7 @@ def readings(tail: list[str], shape: str) -> list[dict[str, Any]]:
         return []
     if sum(1 for line in recent if VALUES.search(line)) >= RULES["values_min"]:
         return []
-    kind = "log-stops-rl" if any(RL.search(line) for line in lines) else "log-stops"
+    kind = "log-stops-rl" if any(RL.search(line) for line in [*lines, *(raw_tail or [])]) else "log-stops"
     last = lines[-1].strip()
     if len(last) > RULES["last_chars"]:
         last = last[: RULES["last_chars"] - 3] + "..."
