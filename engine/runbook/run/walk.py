@@ -420,32 +420,34 @@ class Walk:
             if len(memo.histories) < MEMO_CAP:
                 memo.histories[key] = known
         by_node = self._node_branches(runbook, step, compiled)
-        variables: dict[str, Any] | None = None
+        made: list[dict[str, Any]] = []  # the node's variables, made only when something reads them
+
+        def variables() -> dict[str, Any]:
+            if not made:
+                made.append(self._decision_variables(outcome, runbook, before, result, cluster, job))
+            return made[0]
+
         seen_by_node: tuple[tuple[bool, str | None], ...] = ()
         if by_node:
             if known.members is None:
-                variables = self._decision_variables(outcome, runbook, before, result, cluster, job)
-                known.members = tuple(compiled.when[(step.id, i)].members(variables) for i in by_node)
-            seen_by_node = self._seen_by_node(outcome, known.members, by_node, step, compiled, lambda: (
-                variables or self._decision_variables(outcome, runbook, before, result, cluster, job)))
+                known.members = tuple(compiled.when[(step.id, i)].members(variables()) for i in by_node)
+            seen_by_node = self._seen_by_node(outcome, known.members, by_node, step, compiled, variables)
         decision = known.decisions.get(seen_by_node)
         if decision is not None:
             evidence.when, evidence.branch = decision.when, decision.branch
-            evidence.decided_by = (decision.decided_by if decision.reads is None else _values_read(
-                decision.reads, step, compiled, outcome.node, lambda: variables or self._decision_variables(
-                    outcome, runbook, before, result, cluster, job)))
+            evidence.decided_by = (decision.decided_by if decision.reads is None else
+                                   _values_read(decision.reads, step, compiled, outcome.node, variables))
             if decision.notes:
                 evidence.notes.extend(decision.notes)
             target = decision.target
         else:
-            variables = variables or self._decision_variables(outcome, runbook, before, result, cluster, job)
             progressing = runbook if before.progressing or result.get("progressing") is True else None
             if by_node:  # only the conditions that do not read the node are shared by input key
-                target = self._choose(step, compiled, variables, evidence, progressing, memo)
+                target = self._choose(step, compiled, variables(), evidence, progressing, memo)
             else:
-                target = self._choose_once(step, compiled, variables, evidence, progressing, memo)
+                target = self._choose_once(step, compiled, variables(), evidence, progressing, memo)
             if len(known.decisions) < MEMO_CAP:
-                reads = _reads_of(evidence.branch, step, compiled, variables, by_node) if by_node else None
+                reads = _reads_of(evidence.branch, step, compiled, variables(), by_node) if by_node else None
                 known.decisions[seen_by_node] = _Decision(
                     target, evidence.when, evidence.branch, tuple(evidence.notes), evidence.decided_by, reads)
         outcome.lineage = known.after

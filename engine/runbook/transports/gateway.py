@@ -201,10 +201,10 @@ class _Link:
         if not sent:
             self.fail("connection lost")
 
-    def forget(self, idents: list[int]) -> None:
+    def forget(self, ident: int) -> None:
+        """Drop a request given up on: a late answer to it is not waited for."""
         with self.lock:
-            for ident in idents:
-                self.pending.pop(ident, None)
+            self.pending.pop(ident, None)
 
     def read(self, transport: GatewayTransport, gateway: Node) -> None:
         """Dispatch the relay's answers until its output ends; then it is dead, with why."""
@@ -258,9 +258,9 @@ class GatewayTransport:
         waiter = link.send(ident, message)
         limit = self._limit(timeout)
         if not waiter.done.wait(limit):
-            link.forget([ident])
-            waiter.settle({"dead": f"no answer from its relay within {limit:g}s"})
-        return self._answer(node, gateway, self._python(node), waiter.message, time.monotonic() - start)
+            link.forget(ident)
+            waiter.settle(_no_answer(limit))
+        return self._answer(node, waiter.message, time.monotonic() - start)
 
     def run_many(self, nodes: list[Node], request: dict[str, Any],
                  timeout: float) -> Iterator[tuple[int, ProbeAnswer]]:
@@ -298,17 +298,13 @@ class GatewayTransport:
                 except Empty:
                     break
                 if sent.pop(index, None) is not None:
-                    node = nodes[index]
-                    yield index, self._answer(node, str(node.vars["gateway"]), self._python(node), message,
-                                              time.monotonic() - start)
+                    yield index, self._answer(nodes[index], message, time.monotonic() - start)
             limit = deadline - start
             for index in sorted(sent):
-                node = nodes[index]
-                yield index, self._answer(node, str(node.vars["gateway"]), self._python(node),
-                                          {"dead": f"no answer from its relay within {limit:g}s"}, limit)
+                yield index, self._answer(nodes[index], _no_answer(limit), limit)
         finally:  # given up on, or the walk stopped asking: the relays' late answers are dropped
             for link, ident in sent.values():
-                link.forget([ident])
+                link.forget(ident)
 
     def _refused(self, node: Node) -> ProbeAnswer | None:
         if self.closed:
@@ -353,8 +349,8 @@ class GatewayTransport:
             thread.join()
         return links
 
-    def _answer(self, node: Node, gateway: str, python: str, message: dict[str, Any],
-                elapsed: float) -> ProbeAnswer:
+    def _answer(self, node: Node, message: dict[str, Any], elapsed: float) -> ProbeAnswer:
+        gateway, python = str(node.vars.get("gateway")), self._python(node)
         if self.closed or message.get("dead") == INTERRUPTED:
             return ProbeAnswer("error", error=INTERRUPTED, duration_s=elapsed)
         if "dead" in message:
@@ -423,6 +419,11 @@ class GatewayTransport:
         for link in links:  # the checks waiting on a gateway return at once
             link.fail(INTERRUPTED)
         self._ssh.close()  # ends each relay's input, waits for them together, kills the slow
+
+
+def _no_answer(limit: float) -> dict[str, Any]:
+    """The message of a check whose relay did not answer in time."""
+    return {"dead": f"no answer from its relay within {limit:g}s"}
 
 
 def _node_failure(message: dict[str, Any], python: str, limit: float) -> Exception:

@@ -55,12 +55,12 @@ def print_text(result: TriageResult, lang: str, library: object) -> None:
         runbook = library.get(match.runbook) if match.runbook else None  # type: ignore[attr-defined]
         print()
         _print_match(rank, match, lang, runbook, many_files=len(result.sources) > 1)
+    from runbook.triage.readings.spread import READING, describe  # loaded with the triage already
+
     # said already: by the summary (no-error), or by the matches that rest on them
     told = result.verdict == "no-error" or any(
-        (m.reading or {}).get("reading") == "differs" for m in result.matches)
+        (m.reading or {}).get("reading") == READING for m in result.matches)
     if result.differences and not told:
-        from runbook.triage.readings.spread import describe
-
         print()
         print(describe(result.differences, lang))
     if result.readings:
