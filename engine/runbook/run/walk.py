@@ -274,12 +274,12 @@ class Walk:
                 batch = batches[key] = (request, timeout, [])
             batch[2].append(len(asked))
             asked.append(outcome)
+        self._idle()  # before the checks go out: an answer may land before this thread runs again
         landed: SimpleQueue[tuple[int, ProbeAnswer]] = SimpleQueue()  # this round's answers only
         for request, timeout, tags in batches.values():
             pool.send(self.transport, [asked[t].node for t in tags], request, timeout, tags, landed)
         answers: list[ProbeAnswer | None] = [None] * len(asked)
         waiting = len(asked)
-        self._idle()
         try:
             while waiting:
                 left = deadline - time.monotonic()
