@@ -881,7 +881,8 @@
     var t = this.data.topology;
     if (!this.topologyRe) {
       this.topologyRe = { header: regex(t.header), row: regex(t.row), nvlink: regex(t.nvlink),
-                          bandwidth: regex(t.bandwidth), matrixRow: regex(t.matrix_row) };
+                          bandwidth: regex(t.bandwidth), matrixRow: regex(t.matrix_row),
+                          copy: regex(t.copy) };
     }
     return this.topologyRe;
   };
@@ -928,7 +929,39 @@
       }
       break; // the first matrix only
     }
+    var lost = this.copyZeros(texts.join("\n"));
+    if (lost) out.push({ reading: "copy-zeros", conclusion: t.conclusions["copy-zeros"], first: null, facts: lost });
     return out;
+  };
+
+  // topology._copy_zeros: a tensor copied to another GPU reads zeros where its values were seen
+  Engine.prototype.copyZeros = function (text) {
+    var t = this.data.topology, rules = t.rules;
+    if (!this.topologyRegexes().copy.test(text)) return null;
+    var all = function (spec) { return regex(spec, "g"); }; // finditer
+    var values = function (s) { return s.match(all(t.value)) || []; };
+    var vanishes = function (v) { var n = Number(v); return n === n && Math.abs(n) < rules.vanishing; };
+    var devices = {}, m, re = all(t.device);
+    while ((m = re.exec(text)) !== null) devices[m.slice(1).filter(Boolean)[0]] = true;
+    if (Object.keys(devices).length < 2) return null;
+    var printed = [], seen = [];
+    re = all(t.printed);
+    while ((m = re.exec(text)) !== null) printed.push({ values: values(m[1]), device: m[2] });
+    printed.forEach(function (p) { seen.push(p.values); });
+    re = all(t.literal);
+    while ((m = re.exec(text)) !== null) seen.push(values(m[1]));
+    for (var i = 0; i < printed.length; i++) {
+      var p = printed[i];
+      if (p.values.length < rules.min_values || !p.values.every(vanishes)) continue;
+      for (var j = 0; j < seen.length; j++) {
+        var other = seen[j];
+        if (other.length === p.values.length && !other.every(vanishes)) {
+          return { device: Number(p.device), count: p.values.length,
+                   seen: other.slice(0, rules.seen_values).join(", ") + (other.length > 4 ? ", ..." : "") };
+        }
+      }
+    }
+    return null;
   };
 
   // spread.as_readings: each difference as a guess at the conclusion it points to

@@ -426,7 +426,7 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
     assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
                      "lr-constant", "lr-zero", "slow-rank", "loss-steady", "stack-mismatch", "stack-wait",
                      "loss-scale-collapses", "host-memory-grows", "stack-unnamed",
-                     "log-stops", "log-stops-rl", "topo-pcie", "p2p-slower"}
+                     "log-stops", "log-stops-rl", "topo-pcie", "p2p-slower", "copy-zeros"}
 
 
 # OOM messages whose numbers decide the conclusion (ranking `refine`, checks/facts/cuda_oom).

@@ -34,6 +34,34 @@ def test_triage_names_the_redirect_when_nothing_else_is_found() -> None:
     assert result.verdict == "cause"
 
 
+def test_a_copy_between_gpus_that_reads_zeros_is_redirected() -> None:
+    """Zeros (or denormals) where the same number of values were seen, printed or in the code."""
+    facts = {name: topology.readings(EXAMPLES[name].splitlines())[0]["facts"]
+             for name in ("copy-zeros-literal", "copy-zeros-first-copy", "copy-zeros-elided")}
+    assert facts["copy-zeros-literal"] == {"device": 1, "count": 2, "seen": "0.6, 0.6"}
+    assert facts["copy-zeros-first-copy"] == {"device": 1, "count": 2, "seen": "1., 2."}
+    assert facts["copy-zeros-elided"]["device"] == 1 and facts["copy-zeros-elided"]["count"] == 12
+    denormal = (">>> x = torch.tensor([1.0, 2.0], device=0)\n>>> x.to(1)\n"
+                "tensor([1.4013e-45, 0.0000e+00], device='cuda:1')")
+    assert topology.readings(denormal.splitlines())[0]["facts"]["seen"] == "1.0, 2.0"
+    assert "cuda:1 holds only zeros" in topology.describe_reading(topology.readings(denormal.splitlines())[0])
+
+
+def test_zeros_that_are_not_a_lost_copy_are_nothing() -> None:
+    assert kinds(EXAMPLES["copy-right"]) == []
+    assert kinds(EXAMPLES["zeros-made"]) == []  # no copy between the GPUs
+    one_gpu = ">>> a = torch.tensor([1., 2.])\n>>> a.to('cuda:0') * 0\ntensor([0., 0.], device='cuda:0')"
+    assert kinds(one_gpu) == []  # one GPU: no copy between GPUs
+    nan = ">>> a = torch.tensor([1., 2.], device='cuda:0')\n>>> a.to(1)\ntensor([nan, nan], device='cuda:1')"
+    assert kinds(nan) == []  # NaN is a value, not a lost copy
+
+
+def test_triage_names_a_lost_copy_first() -> None:
+    result = triage_text(load_library(), None, EXAMPLES["copy-zeros-literal"], "paste")
+    first = result.matches[0]
+    assert (first.runbook, first.conclusion, first.role) == ("nccl-errors", "p2p-redirected", "cause")
+
+
 def test_hostile_rows_cost_nothing() -> None:
     # a long row of digits and dots that is no matrix row: matched in linear time, no reading
     line = "     0 " + "1." * 5000 + "x"

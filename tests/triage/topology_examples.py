@@ -37,4 +37,50 @@ EXAMPLES = {
         "   D\\D     0      1 \n"
         "     0 673.49  25.00 \n"
         "     1  25.00 672.33 \n"),
+    # https://github.com/pytorch/pytorch/issues/70048: the values are only in the code
+    "copy-zeros-literal": (
+        "python3\n"
+        "a = torch.Tensor([0.6,0.6])\n"
+        "b = a.to(\"cuda:0\")\n"
+        "print(b.to(\"cuda:1\"))\n"
+        "Output:\n"
+        "tensor([0., 0.], device='cuda:1')\n"),
+    # https://github.com/pytorch/pytorch/issues/56771: only the first copy between the GPUs is lost
+    "copy-zeros-first-copy": (
+        "import torch\n"
+        "X = torch.Tensor([[1.,2.]]).to(\"cuda:0\")\n"
+        "print(X)\n"
+        "X = X.to(\"cuda:1\")\n"
+        "print(X)\n"
+        "which outputs:\n"
+        "tensor([[1., 2.]], device='cuda:0')\n"
+        "tensor([[0., 0.]], device='cuda:1')\n"
+        "\n"
+        "tensor([[1., 2.]], device='cuda:1')\n"
+        "tensor([[1., 2.]], device='cuda:0')\n"),
+    # https://github.com/turboderp/exllama/issues/10: hidden states moved between GPUs, elided rows
+    "copy-zeros-elided": (
+        " !! Moving hidden states from cuda:0 to cuda:1\n"
+        "-------\n"
+        "tensor([[[ 0.0593261719, -0.7446289062,  0.7128906250,  ...,\n"
+        "           0.6777343750,  0.3395996094,  0.5122070312],\n"
+        "         [ 0.0980224609, -0.7451171875,  0.6752929688,  ...,\n"
+        "           0.6308593750,  0.3728027344,  0.4899902344]]], device='cuda:0',\n"
+        "       dtype=torch.float16)\n"
+        "-------\n"
+        "tensor([[[0., 0., 0.,  ..., 0., 0., 0.],\n"
+        "         [0., 0., 0.,  ..., 0., 0., 0.]]], device='cuda:1',\n"
+        "       dtype=torch.float16)\n"
+        "-------\n"),
+    # constructed: the copy kept its values
+    "copy-right": (
+        ">>> a = torch.tensor([1., 2.], device='cuda:0')\n"
+        ">>> a.to('cuda:1')\n"
+        "tensor([1., 2.], device='cuda:1')\n"),
+    # constructed: zeros made on purpose, and no copy between GPUs
+    "zeros-made": (
+        ">>> torch.zeros(2, device='cuda:1')\n"
+        "tensor([0., 0.], device='cuda:1')\n"
+        ">>> torch.tensor([1., 2.], device='cuda:0')\n"
+        "tensor([1., 2.], device='cuda:0')\n"),
 }

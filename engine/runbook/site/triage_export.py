@@ -108,7 +108,9 @@ def _topology() -> dict[str, Any]:
     """triage/readings/topology.py's rules, regexes and texts, for the page's same readings."""
     return {"rules": topology.RULES, "header": _js(topology.HEADER), "row": _js(topology.ROW),
             "nvlink": _js(topology.NVLINK), "bandwidth": _js(topology.BANDWIDTH),
-            "matrix_row": _js(topology.MATRIX_ROW), "conclusions": topology.CONCLUSIONS,
+            "matrix_row": _js(topology.MATRIX_ROW), "printed": _js(topology.PRINTED),
+            "literal": _js(topology.LITERAL), "value": _js(topology.VALUE), "device": _js(topology.DEVICE),
+            "copy": _js(topology.COPY), "conclusions": topology.CONCLUSIONS,
             "texts": topology.TEXTS}
 
 

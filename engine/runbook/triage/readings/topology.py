@@ -12,6 +12,10 @@ the GPUs connect. An engineer reads two things in them:
   no NVLink `NV#`): peer-to-peer traffic crosses PCIe switches or the host bridge, where ACS or
   an IOMMU redirects or blocks it. The same conclusion, as a guess: the matrix alone cannot say
   ACS is on.
+- `copy-zeros`: a pasted session where a tensor copied to another GPU holds only zeros (or
+  denormals) where the same number of values were seen non-zero, printed or written in the
+  code: the copy between GPUs lost the data, as it does when ACS or an IOMMU redirects peer
+  traffic (copies staged through the CPU are right). `nccl-errors:p2p-redirected`.
 
 Rules and texts are data; the site's triage page applies the same ones (site/triage_export.py).
 """
@@ -34,8 +38,20 @@ RULES: dict[str, Any] = {
     # one row: the device, then its values, a separator before each (no backtracking)
     "matrix_row": r"^\s*(\d+)((?:\s+\d+(?:\.\d+)?)+)\s*$",
     "slower_ratio": 0.5,  # P2P=Enabled at most this share of P2P=Disabled: redirected
+    # a printed CUDA tensor: its values (nested lists, `...` where elided), then its device
+    "printed": r"tensor\(\s*(\[[-+\d\s.,eE\[\]naif]{1,20000}?\])\s*,\s*device='cuda:(\d+)'",
+    # values written in the code: torch.tensor([1., 2.]), torch.Tensor([[0.6, 0.6]])
+    "literal": r"torch\.[Tt]ensor\(\s*(\[[-+\d\s.,eE\[\]]{1,20000}?\])",
+    "value": r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)",
+    # the GPUs a paste names: cuda:1, device=0, .to(1), .cuda(1)
+    "device": r"cuda:(\d+)|\bdevice=(\d+)|\.to\((\d+)\)|\.cuda\((\d+)\)",
+    "copy": r"\.to\(|\.cuda\(|\bcopy_\(|\b[Mm]ov(?:e|es|ed|ing)\b",
+    "vanishing": 1e-30,  # |value| below this: zero, or the denormal a lost copy reads as
+    "min_values": 2,  # one zero is a value, not a lost copy
+    "seen_values": 4,  # of the values seen non-zero, quoted
 }
-CONCLUSIONS = {"p2p-slower": "nccl-errors:p2p-redirected", "topo-pcie": "nccl-errors:p2p-redirected"}
+CONCLUSIONS = {"p2p-slower": "nccl-errors:p2p-redirected", "topo-pcie": "nccl-errors:p2p-redirected",
+               "copy-zeros": "nccl-errors:p2p-redirected"}
 TEXTS: dict[str, dict[str, str]] = {
     "p2p-slower": {
         "en": "the P2P bandwidth test copies {enabled} GB/s between GPUs with P2P enabled against {disabled} "
@@ -47,12 +63,23 @@ TEXTS: dict[str, dict[str, str]] = {
               "traffic crosses PCIe switches or the host bridge, where ACS or an IOMMU can redirect it",
         "zh": "拓扑中 {gpus} 块 GPU 之间只经 PCIe 相连（{links}，没有 NVLink）：点对点流量经过 PCIe 交换机或"
               "主桥，ACS 或 IOMMU 可能会重定向它"},
+    "copy-zeros": {
+        "en": "the tensor copied to cuda:{device} holds only zeros where the same {count} values were "
+              "{seen}: a copy between GPUs lost the data, as when PCIe ACS or an IOMMU redirects "
+              "peer-to-peer traffic",
+        "zh": "拷贝到 cuda:{device} 的张量全为零，而同样的 {count} 个值原本是 {seen}："
+              "GPU 之间的拷贝丢失了数据，PCIe ACS 或 IOMMU 重定向点对点流量时就会这样"},
 }
 HEADER = re.compile(RULES["header"])
 ROW = re.compile(RULES["row"])
 NVLINK = re.compile(RULES["nvlink"])
 BANDWIDTH = re.compile(RULES["bandwidth"])
 MATRIX_ROW = re.compile(RULES["matrix_row"])
+PRINTED = re.compile(RULES["printed"])
+LITERAL = re.compile(RULES["literal"])
+VALUE = re.compile(RULES["value"])
+DEVICE = re.compile(RULES["device"])
+COPY = re.compile(RULES["copy"])
 
 
 def readings(lines: list[str]) -> list[dict[str, Any]]:
@@ -66,6 +93,10 @@ def readings(lines: list[str]) -> list[dict[str, Any]]:
     if pcie is not None:
         out.append({"reading": "topo-pcie", "conclusion": CONCLUSIONS["topo-pcie"], "first": None,
                     "guess": True, "facts": pcie})
+    lost = _copy_zeros("\n".join(lines))
+    if lost is not None:
+        out.append({"reading": "copy-zeros", "conclusion": CONCLUSIONS["copy-zeros"], "first": None,
+                    "facts": lost})
     return out
 
 
@@ -131,3 +162,25 @@ def _matrix(lines: list[str], start: int) -> list[list[str]]:
         rows.append([v for i, v in enumerate(cells) if i != device])
     return rows
 
+
+
+def _copy_zeros(text: str) -> dict[str, Any] | None:
+    """The first printed CUDA tensor of only vanishing values whose count of values was seen
+    non-zero elsewhere in the paste, when the paste copies between two or more GPUs."""
+    if not COPY.search(text) or len({next(g for g in m.groups() if g) for m in DEVICE.finditer(text)}) < 2:
+        return None
+    printed = [(VALUE.findall(m.group(1)), m.group(2)) for m in PRINTED.finditer(text)]
+    seen = [values for values, _ in printed] + [VALUE.findall(m.group(1)) for m in LITERAL.finditer(text)]
+    for values, device in printed:
+        if len(values) < RULES["min_values"] or not all(_vanishes(v) for v in values):
+            continue
+        for other in seen:
+            if len(other) == len(values) and not all(_vanishes(v) for v in other):
+                return {"device": int(device), "count": len(values),
+                        "seen": ", ".join(other[:RULES["seen_values"]]) + (", ..." if len(other) > 4 else "")}
+    return None
+
+
+def _vanishes(value: str) -> bool:
+    number = float(value)
+    return number == number and abs(number) < RULES["vanishing"]  # NaN is a value, not a lost one
