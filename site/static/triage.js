@@ -158,6 +158,8 @@
     this.ansi = regex(norm.ansi, "g");
     this.prefix = regex(norm.prefix);
     this.criPartial = anchored(norm.cri_partial);
+    this.entity = regex(norm.entity, "g");
+    this.entities = norm.entities;
     this.wrapWidths = {};
     for (var i = 0; i < norm.wrap_widths.length; i++) this.wrapWidths[norm.wrap_widths[i]] = true;
     this.maxJoined = norm.max_joined;
@@ -198,9 +200,14 @@
     return line.indexOf("\x1b") >= 0 ? line.replace(this.ansi, "") : line;
   };
 
-  // lognorm.normalize: no colours, no leading timestamps or rank prefixes
+  // lognorm.normalize: no colours, HTML escapes, leading timestamps or rank prefixes
   Engine.prototype.normalise = function (line) {
-    return this.stripAnsi(line).replace(this.prefix, "");
+    line = this.stripAnsi(line);
+    if (line.indexOf("&") >= 0) {
+      var entities = this.entities;
+      line = line.replace(this.entity, function (e) { return entities[e]; }); // lognorm.unescape
+    }
+    return line.replace(this.prefix, "");
   };
 
   // lognorm.join_wrapped: [{first, last, text}] with lines a terminal or runtime cut joined again

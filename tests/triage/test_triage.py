@@ -202,6 +202,14 @@ def test_invalid_signature_is_skipped_with_a_warning(library) -> None:  # type: 
     ("(raylet) A worker died", "(raylet) A worker died"),  # not a pid prefix: it says who is talking
     ("sglang-1  | Thread 12816 (idle): \"MainThread\"", "Thread 12816 (idle): \"MainThread\""),  # compose
     ("ib0: link down", "ib0: link down"),
+    ("> RuntimeError: NCCL error", "RuntimeError: NCCL error"),  # a Markdown quote
+    ("> > [rank0]: torch.OutOfMemoryError: x", "torch.OutOfMemoryError: x"),
+    (">>> t.to(cuda0)", ">>> t.to(cuda0)"),  # Python's prompt stays: it says the session is interactive
+    ("[pod/trainer-worker-0/pytorch] [rank1]: RuntimeError: x", "RuntimeError: x"),  # kubectl --prefix
+    ("RuntimeError: expected &lt;class &#39;torch.Tensor&#39;&gt; &amp;&amp; more",
+     "RuntimeError: expected <class 'torch.Tensor'> && more"),  # HTML-escaped page source
+    ("&gt; Traceback (most recent call last):", "Traceback (most recent call last):"),
+    ("x &amp;lt; y", "x &lt; y"),  # unescaped once
 ])
 def test_normalize(line: str, expected: str) -> None:
     assert normalize(line) == expected

@@ -2,9 +2,11 @@
 
 Launchers, loggers and terminals decorate every line: ANSI colours, timestamps,
 rank prefixes (`[rank3]:`, `[default2]:`, `(TaskRunner pid=1)`, `[1,3]<stderr>:`),
-NCCL's `host:pid:tid [dev]`. Signatures are written against the message, so the
-decoration goes. Lines that a terminal, syslog or a container runtime cut in two
-are joined again where that can be told (`join_wrapped`).
+NCCL's `host:pid:tid [dev]`, `kubectl logs --prefix`'s `[pod/NAME/CONTAINER]`. A paste adds its
+own: a Markdown quote (`> `), or HTML's escapes when it was copied from a web page's source
+(`&lt;`, `&quot;`). Signatures are written against the message, so the decoration goes.
+Lines that a terminal, syslog or a container runtime cut in two are joined again where that
+can be told (`join_wrapped`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _RANKS = (
     r"[\w.-]+:\d+:\d+ \[\d+\]",  # NCCL: gpu001:4242:4300 [3]
     r"\d{1,5}:(?= )",  # srun --label: `3: `
     r"[a-z][\w.-]*[-_]\d+ +\|(?= )",  # docker compose: `sglang-1  | `
+    r"\[pod/[\w.-]+/[\w.-]+\]",  # kubectl logs --prefix: [pod/trainer-worker-0/pytorch]
+    r">(?!>)",  # a Markdown quote `> ` (not Python's `>>> ` prompt)
 )
 _ANY_PREFIX = "|".join(_TIMESTAMPS + _RANKS)
 _PREFIX_SOURCE = rf"(?:[ \t]*(?:{_ANY_PREFIX})[ \t]*(?:[|\-:](?=[ \t]))?)+[ \t]*"
@@ -39,6 +43,10 @@ _PREFIX_SOURCE = rf"(?:[ \t]*(?:{_ANY_PREFIX})[ \t]*(?:[|\-:](?=[ \t]))?)+[ \t]*
 PREFIX = re.compile(r"\A" + _PREFIX_SOURCE)
 PREFIX_LINES = re.compile("^" + _PREFIX_SOURCE, re.MULTILINE)
 CRI_PARTIAL = re.compile(r"\S+ (?:stdout|stderr) P ")
+# HTML's escapes of a log copied from a page's source, and what they stand for
+ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&#34;": '"', "&apos;": "'",
+            "&#39;": "'", "&#x27;": "'", "&nbsp;": " "}
+ENTITY = re.compile("|".join(ENTITIES))
 
 # Lines cut at a terminal's width or a logger's record limit are this long (characters).
 MAX_JOINED = 65536  # characters: a logical line stops growing here
@@ -48,9 +56,11 @@ WRAP_WIDTHS = frozenset({80, 100, 120, 128, 132, 150, 160, 180, 200, 220, 240, 2
 
 
 def normalize(line: str) -> str:
-    """One line without colours, leading timestamps and rank prefixes."""
+    """One line without colours, HTML escapes, leading timestamps and rank prefixes."""
     if "\x1b" in line:
         line = ANSI.sub("", line)
+    if "&" in line:
+        line = unescape(line)
     return PREFIX.sub("", line, count=1)
 
 
@@ -58,7 +68,14 @@ def normalize_block(text: str) -> str:
     """`normalize` on every line of a block of lines joined by newlines, in one pass."""
     if "\x1b" in text:
         text = ANSI.sub("", text)
+    if "&" in text:
+        text = unescape(text)
     return PREFIX_LINES.sub("", text)
+
+
+def unescape(text: str) -> str:
+    """HTML's common escapes replaced by what they stand for, in one pass (`&amp;lt;` is `&lt;`)."""
+    return ENTITY.sub(lambda m: ENTITIES[m.group(0)], text)
 
 
 def join_wrapped(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, int, str]]:
