@@ -1,6 +1,6 @@
 """Triage on real logs: accuracy on the corpus, speed against `grep -P`, peak memory.
 
-    .venv/bin/python bench/triage.py [--size-mb 1024] [--json] [--show dev]
+    .venv/bin/python bench/triage.py [--size-mb 1024] [--json] [--show dev] [--decorated]
 
 The corpus (tests/data/triage-corpus/, see its README) holds log excerpts copied verbatim
 from public issue trackers, each labelled with the taxonomy ids a person would accept and
@@ -13,6 +13,9 @@ It prints, per split:
 - "nothing": error logs answered "no error found"; "said nothing useful": logs answered with
   neither a match nor advice (what the excerpt lacks, what to collect, what it resembles);
 - no-error logs answered "no error found";
+with --decorated, the conclusion top-1 again with every line of each log decorated as pastes
+and collectors decorate them (a Markdown quote, HTML escapes, kubectl's pod prefix, a container
+runtime's, srun's label): how much the answers rest on the log's exact layout;
 and then, on a log of --size-mb built from the dev logs among training-progress lines,
 triage's time per MB against `grep -P` with the same patterns in one alternation (grep counts
 matching lines, triage ranks them), and triage's peak memory.
@@ -107,6 +110,41 @@ def judge(entries: list[Entry]) -> list[dict[str, object]]:
     return rows
 
 
+# How pastes and log collectors decorate every line of a log (lognorm.py takes them off).
+DECORATIONS = {
+    "markdown-quote": lambda line: "> " + line,
+    "html-escaped": lambda line: (line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                                  .replace('"', "&quot;").replace("'", "&#39;")),
+    "kubectl-prefix": lambda line: "[pod/trainer-worker-1/pytorch] " + line,
+    "container-runtime": lambda line: "2026-05-01T12:00:00.123456789Z stderr F " + line,
+    "srun-label": lambda line: "3: " + line,
+}
+
+
+def decorated(entries: list[Entry]) -> list[dict[str, object]]:
+    """Per split and decoration, the conclusion top-1 of the error logs with a conclusion."""
+    sys.path.insert(0, str(ROOT / "engine"))
+    from runbook.library.runbooks import load_library
+    from runbook.triage.result import triage_text
+
+    library = load_library()
+    labelled = [e for e in entries if e.kind != "no-error" and e.accepted_conclusions]
+    out = []
+    for split in ("dev", "holdout"):
+        mine = [e for e in labelled if e.split == split]
+        texts = {e.path: e.path.read_text(encoding="utf-8", errors="replace").splitlines() for e in mine}
+        row: dict[str, object] = {"split": split, "logs": len(mine)}
+        for name, decorate in {"plain": lambda line: line, **DECORATIONS}.items():
+            right = 0
+            for entry in mine:
+                result = triage_text(library, None, "\n".join(map(decorate, texts[entry.path])), "paste")
+                got = [f"{m.runbook}:{m.conclusion}" for m in result.matches[:1]]
+                right += bool(got and got[0] in entry.accepted_conclusions)
+            row[name] = round(100 * right / len(mine), 1) if mine else 0.0
+        out.append(row)
+    return out
+
+
 def summarise(rows: list[dict[str, object]], split: str) -> dict[str, object]:
     mine = [r for r in rows if r["split"] == split]
     errors = [r for r in mine if r["kind"] != "no-error"]
@@ -182,12 +220,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=1024, help="size of the speed log (0: skip)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--decorated", action="store_true",
+                        help="also the conclusion top-1 with every line decorated as pastes decorate it")
     parser.add_argument("--show", choices=("dev", "holdout", "all"),
                         help="list the logs answered wrongly in this split (don't look at holdout to tune)")
     args = parser.parse_args()
     entries = load_corpus()
     rows = judge(entries)
     report: dict[str, object] = {"splits": [summarise(rows, s) for s in ("dev", "holdout")]}
+    if args.decorated:
+        report["decorated"] = decorated(entries)
     if args.size_mb:
         report["speed"] = speed(entries, args.size_mb)
     if args.json:
@@ -195,6 +237,8 @@ def main() -> int:
     else:
         for part in report["splits"]:  # type: ignore[attr-defined]
             print(" ".join(f"{k}={v}" for k, v in part.items()))
+        for part in report.get("decorated", []):  # type: ignore[attr-defined]
+            print("decorated " + " ".join(f"{k}={v}" for k, v in part.items()))
         if "speed" in report:
             print(" ".join(f"{k}={v}" for k, v in report["speed"].items()))  # type: ignore[attr-defined]
     if args.show:
