@@ -440,7 +440,7 @@ def describe(readings: list[dict[str, Any]], lang: str = "en") -> str:
     said = []
     for group, head in ((dumps, "从调用栈看：" if zh else "the stacks: "),
                         (ends, "从日志结尾看：" if zh else "the log's end: "),
-                        (links, "从 GPU 拓扑看：" if zh else "the GPU topology: "),
+                        (links, "从 GPU 之间的连接看：" if zh else "how the GPUs connect: "),
                         (numbers, "从数值看：" if zh else "the numbers: ")):
         if group:
             said.append(head + sep.join(describe_reading(r, lang) for r in group))
