@@ -84,6 +84,17 @@ CASES = [
      "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by "
      "setting `address`.",
      "ray-hang:no-ray-cluster"),
+    # vLLM's Ray executor (executor/ray_utils.py) waiting for bundles no node offers
+    ("vllm executor/ray_utils.py",
+     "INFO 02-02 19:54:30 ray_utils.py:212] Waiting for creating a placement group of specs for 10 seconds. "
+     "specs=[{'GPU': 1.0, 'node:172.31.42.4': 0.001}, {'GPU': 1.0}]. Check `ray status` to see if you have "
+     "enough resources.",
+     "ray-hang:infeasible-resources"),
+    ("vllm executor/ray_utils.py",
+     "ValueError: Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0, "
+     "'node:10.0.0.2': 0.001}, {'GPU': 1.0}] within 1800 seconds. See `ray status` to make sure the cluster "
+     "has enough resources.",
+     "ray-hang:infeasible-resources"),
     # Ray's object store cannot spill: the local disk is over its capacity threshold
     # (python/ray/exceptions.py)
     ("ray python/ray/exceptions.py",
@@ -143,6 +154,13 @@ CASES = [
     ("transformers modeling_utils.py (4.2x)",
      "OSError: Error no file named ['pytorch_model.bin', 'tf_model.h5', 'model.ckpt.index', "
      "'flax_model.msgpack'] found in directory outputs/final or `from_tf` and `from_flax` set to False.",
+     "checkpoint-problems:checkpoint-missing"),
+    # DeepSpeed's zero_to_fp32.py: the tag directory holds no model or optimizer states
+    ("deepspeed utils/zero_to_fp32.py",
+     "FileNotFoundError: can't find model states file at '/ckpt/global_step100/mp_rank_00_model_states.pt'",
+     "checkpoint-problems:checkpoint-missing"),
+    ("deepspeed utils/zero_to_fp32.py",
+     "FileNotFoundError: can't find *_optim_states.pt files in directory '/ckpt/global_step100'",
      "checkpoint-problems:checkpoint-missing"),
     # DeepSpeed's fp16 optimizers (runtime/fp16/fused_optimizer.py, unfused_optimizer.py, zero stage 1/2)
     # at a loss scale of three digits or fewer: the scale has collapsed
@@ -252,6 +270,13 @@ NEAR_MISSES = [
     ("ray python/ray/_private/worker.py",
      "2025-03-01 10:00:00,000\tINFO worker.py:1514 -- Connecting to existing Ray instance at address: "
      "10.0.0.1:6379...", "ray-hang:no-ray-cluster"),
+    # vLLM's placement group ready: the engine goes on
+    ("vllm executor/ray_utils.py",
+     "INFO 02-02 19:54:31 ray_distributed_executor.py:176] use_ray_spmd_worker: True",
+     "ray-hang:infeasible-resources"),
+    # zero_to_fp32 on a directory that holds its files: the script's own progress
+    ("deepspeed utils/zero_to_fp32.py",
+     "Processing zero checkpoint '/ckpt/global_step100'", "checkpoint-problems:checkpoint-missing"),
     # the disk-usage warning of Ray's file-system monitor precedes failures of every kind: not a cause alone
     ("ray src/ray/common/file_system_monitor.cc",
      "(raylet) [2024-05-02 11:03:14,221 E 41230 41261] (raylet) file_system_monitor.cc:111: "
