@@ -1,7 +1,8 @@
 """What a log shows besides its signatures' lines, each read as evidence with the conclusion it
 points to: the numbers as series (`series.py`), pasted stack dumps (`stacks.py`), what differs
 across hosts and ranks (`spread.py`), a paste that just stops (`logends.py`), and a pasted GPU
-topology and copies between GPUs (`topology.py`). The site's triage page applies the same rules (site/triage_export.py).
+topology and copies between GPUs (`topology.py`). The site's triage page applies the same rules
+(site/triage_export.py).
 """
 
 from __future__ import annotations
