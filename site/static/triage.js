@@ -1029,13 +1029,50 @@
       hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l.text; }); });
       var texts = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; })
         .map(function (no) { return byNo[no]; });
-      if (rule.fact[0] !== "cuda_oom" || this.oomFacts(texts)[rule.fact[1]] !== true) return;
+      var read = { cuda_oom: this.oomFacts, state_dict: this.stateDictFacts }[rule.fact[0]];
+      if (!read || read.call(this, texts)[rule.fact[1]] !== true) return;
       if (!groups[rule.becomes]) { groups[rule.becomes] = []; keys.push(rule.becomes); }
       groups[rule.becomes] = groups[rule.becomes].concat(hits);
       delete groups[rule.conclusion];
       keys = keys.filter(function (key) { return key !== rule.conclusion; });
     }, this);
     return keys;
+  };
+
+  // checks/facts/state_dict: the last missing and unexpected keys, and the prefix between them
+  Engine.prototype.stateDictFacts = function (texts) {
+    var d = this.data.state_dict, missing = null, unexpected = null;
+    var keys = function (text) {
+      var out = [], re = regex(d.key, "g"), m;
+      while ((m = re.exec(text)) !== null) out.push(m[1]);
+      return out;
+    };
+    texts.forEach(function (t) {
+      t = Array.from(t).slice(0, d.max_line).join(""); // _text.clipped
+      if (t.indexOf("key(s) in state_dict") < 0) return;
+      var m = regex(d.missing).exec(t);
+      if (m) missing = keys(m[1]);
+      m = regex(d.unexpected).exec(t);
+      if (m) unexpected = keys(m[1]);
+    });
+    if (missing === null && unexpected === null) return {};
+    var facts = { explained_by_prefix: false };
+    if (!missing || !unexpected || !missing.length || !unexpected.length) return facts;
+    var sides = [[unexpected, missing], [missing, unexpected]];
+    for (var i = 0; i < sides.length; i++) {
+      var longer = sides[i][0], names = {}, prefix = null;
+      sides[i][1].forEach(function (k) { names["$" + k] = true; });
+      for (var at = longer[0].indexOf("."); at !== -1; at = longer[0].indexOf(".", at + 1)) {
+        if (names["$" + longer[0].slice(at + 1)]) { prefix = longer[0].slice(0, at + 1); break; }
+      }
+      if (prefix === null) continue;
+      var explained = longer.filter(function (k) {
+        return k.indexOf(prefix) === 0 && names["$" + k.slice(prefix.length)];
+      }).length;
+      facts.explained_by_prefix = explained >= d.explained_share * Math.min(longer.length, sides[i][1].length);
+      break;
+    }
+    return facts;
   };
 
   // checks/facts/cuda_oom: what the last allocator message says of memory held outside the process

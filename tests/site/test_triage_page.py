@@ -460,9 +460,25 @@ OOM_NUMBERS = {
 }
 
 
-def test_page_refines_an_oom_by_its_numbers_like_runbook_triage(browser, site: Path, library_and_kb,
-                                                                tmp_path: Path) -> None:
-    for name, (text, wanted) in OOM_NUMBERS.items():
+# load_state_dict's key lists: a wrapper's prefix between them (checks/facts/state_dict)
+KEY_LISTS = {
+    # verbatim, https://github.com/aks2203/deep-thinking/issues/5: saved under DataParallel
+    "module-prefix": (
+        "RuntimeError: Error(s) in loading state_dict for DTNet:\n"
+        '\tMissing key(s) in state_dict: "projection.0.weight", "head.0.weight", "head.2.weight". \n'
+        '\tUnexpected key(s) in state_dict: "module.projection.0.weight", "module.head.0.weight", '
+        '"module.head.2.weight".', "checkpoint-problems:prefix-mismatch"),
+    # verbatim, https://github.com/hou-yz/MVDet/issues/7: a module renamed, no prefix
+    "renamed": (
+        'Missing key(s) in state_dict: "map_classifier.0.weight", "map_classifier.0.bias". \n'
+        'Unexpected key(s) in state_dict: "world_classifier.0.weight", "world_classifier.0.bias".',
+        "checkpoint-problems:config-mismatch"),
+}
+
+
+def test_page_refines_by_the_messages_facts_like_runbook_triage(browser, site: Path, library_and_kb,
+                                                               tmp_path: Path) -> None:
+    for name, (text, wanted) in {**OOM_NUMBERS, **KEY_LISTS}.items():
         path = tmp_path / f"{name}.log"
         path.write_text(text + "\n")
         result = python_triage(library_and_kb, path)

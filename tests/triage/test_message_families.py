@@ -47,6 +47,18 @@ CASES = [
      "allocated; 11.38 MiB free; 9.46 GiB reserved in total by PyTorch) If reserved memory is >> allocated "
      "memory try setting max_split_size_mb to avoid fragmentation.",
      "cuda-oom:gpu-held-by-other-process"),
+    # load_state_dict's keys differ by DataParallel's `module.` only: the prefix, not the model
+    ("https://github.com/aks2203/deep-thinking/issues/5",
+     "RuntimeError: Error(s) in loading state_dict for DTNet:\n"
+     '\tMissing key(s) in state_dict: "projection.0.weight", "head.0.weight", "head.2.weight". \n'
+     '\tUnexpected key(s) in state_dict: "module.projection.0.weight", "module.head.0.weight", '
+     '"module.head.2.weight".',
+     "checkpoint-problems:prefix-mismatch"),
+    # ... and keys renamed between saving and loading are the model's config, not a prefix
+    ("https://github.com/hou-yz/MVDet/issues/7",
+     'Missing key(s) in state_dict: "map_classifier.0.weight", "map_classifier.0.bias". \n'
+     'Unexpected key(s) in state_dict: "world_classifier.0.weight", "world_classifier.0.bias".',
+     "checkpoint-problems:config-mismatch"),
     # TCPStore's own timeouts: the rendezvous never completed
     ("https://github.com/hiyouga/LlamaFactory/issues/5587",
      "torch.distributed.DistStoreError: Socket Timeout",

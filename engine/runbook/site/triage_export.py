@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from runbook.checks.facts import cuda_oom, stackframes
+from runbook.checks.facts import _text, cuda_oom, stackframes, state_dict
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.site import pages as P
@@ -49,10 +49,12 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             signatures.append(_signature(rb, signature))
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     by_id = {rb.id: rb for rb in runbooks}
-    # what a difference across hosts, or a reading of the numbers or the log's end, means: linked
+    # what a difference across hosts, a reading of the numbers or the log's end, or a message's facts
+    # (the ranking's `refine`) mean: linked
     for linked in ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
                    + list(logends.CONCLUSIONS.values()) + list(topology.CONCLUSIONS.values())
-                   + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]):
+                   + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]
+                   + [rule["becomes"] for rule in RANKING["refine"]]):  # ... or a message's facts
         rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
             conclusions.setdefault(linked, _conclusion(by_id[rid], cid))
@@ -92,9 +94,17 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                               "io_files": stackframes.IO_FILES, "io_suffixes": stackframes.IO_SUFFIXES,
                               "io_funcs": stackframes.IO_FUNCS, "so_file": stackframes.SO_FILE.pattern}},
         "oom": _oom(),  # checks/facts/cuda_oom: the numbers the ranking's `refine` reads
+        "state_dict": _state_dict(),  # checks/facts/state_dict: the keys the ranking's `refine` reads
         "signatures": signatures,
         "conclusions": conclusions,
     }
+
+
+def _state_dict() -> dict[str, Any]:
+    """checks/facts/state_dict's regexes and share, for the page's reading of the key lists."""
+    return {"missing": _js(state_dict.MISSING), "unexpected": _js(state_dict.UNEXPECTED),
+            "key": _js(state_dict.KEY), "explained_share": state_dict.EXPLAINED_SHARE,
+            "max_line": _text.MAX_LINE}
 
 
 def _oom() -> dict[str, Any]:

@@ -98,5 +98,9 @@ RANKING: dict[str, Any] = {
         # gpu-state branches read the same fact)
         {"conclusion": "cuda-oom:oom-batch-or-model", "fact": ["cuda_oom", "caused_elsewhere"],
          "becomes": "cuda-oom:gpu-held-by-other-process"},
+        # missing and unexpected keys that differ by a wrapper's prefix (`module.`, `_orig_mod.`):
+        # checkpoint-problems' read-log and inspect steps conclude the same
+        {"conclusion": "checkpoint-problems:config-mismatch", "fact": ["state_dict", "explained_by_prefix"],
+         "becomes": "checkpoint-problems:prefix-mismatch"},
     ],
 }

@@ -10,6 +10,7 @@ module's docstring:
 - nccl: NCCL's WARN and INFO lines and the NCCL errors PyTorch raises (nccl.py)
 - watchdog: PyTorch's NCCL watchdog timeouts (watchdog.py)
 - rendezvous: rendezvous and TCPStore timeouts and failures (rendezvous.py)
+- state_dict: `load_state_dict`'s missing and unexpected keys, and the prefix between them (state_dict.py)
 - xid: the NVIDIA driver's Xid events (xid.py)
 
 Standard library only, for any Python from 3.8: this runs on the training nodes inside the probe
@@ -23,13 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from runbook.checks.facts import cuda_oom, nccl, rendezvous, watchdog, xid
+from runbook.checks.facts import cuda_oom, nccl, rendezvous, state_dict, watchdog, xid
 
 FAMILIES: dict[str, Callable[[Sequence[str]], dict[str, Any] | None]] = {
     "cuda_oom": cuda_oom.parse,
     "nccl": nccl.parse,
     "watchdog": watchdog.parse,
     "rendezvous": rendezvous.parse,
+    "state_dict": state_dict.parse,
     "xid": xid.parse,
 }
 
