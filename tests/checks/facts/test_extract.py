@@ -12,10 +12,11 @@ from typing import Any
 import yaml
 
 import runbook.checks.facts as facts_pkg
-from runbook.checks.facts import FAMILIES, cuda_oom, extract, nccl, rendezvous, watchdog, xid
+from runbook.checks.facts import FAMILIES, cuda_oom, extract, nccl, rendezvous, state_dict, watchdog, xid
 
 DATA = Path(__file__).parent / "data"
-MODULES = {"cuda_oom": cuda_oom, "nccl": nccl, "watchdog": watchdog, "rendezvous": rendezvous, "xid": xid}
+MODULES = {"cuda_oom": cuda_oom, "nccl": nccl, "watchdog": watchdog, "rendezvous": rendezvous,
+           "state_dict": state_dict, "xid": xid}
 
 
 @functools.cache
@@ -29,7 +30,7 @@ def mixed_log() -> list[str]:
 
 
 def test_the_registry_names_every_family() -> None:
-    assert list(FAMILIES) == ["cuda_oom", "nccl", "watchdog", "rendezvous", "xid"]
+    assert list(FAMILIES) == ["cuda_oom", "nccl", "watchdog", "rendezvous", "state_dict", "xid"]
     assert all(FAMILIES[name] is MODULES[name].parse for name in FAMILIES)
 
 

@@ -3,7 +3,15 @@ prefix between them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
 from runbook.checks.facts import extract, state_dict
+
+CASES = yaml.safe_load((Path(__file__).parent / "data" / "state_dict.yaml").read_text(encoding="utf-8"))
 
 # https://github.com/aks2203/deep-thinking/issues/5: saved under DataParallel, loaded unwrapped
 DATAPARALLEL = [
@@ -27,6 +35,13 @@ RENAMED = [
     'Unexpected key(s) in state_dict: "world_classifier.0.weight", "world_classifier.0.bias", '
     '"world_classifier.2.weight".',
 ]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_verbatim_lines_give_exact_facts(case: dict[str, Any]) -> None:
+    facts = state_dict.parse(case["lines"].splitlines())
+    assert facts is not None
+    assert {k: facts[k] for k in case["expected"]} == case["expected"]
 
 
 def test_a_wrapper_prefix_on_the_checkpoint_explains_the_keys() -> None:
