@@ -216,7 +216,29 @@ CASES = [
     ("pytorch torch/_dynamo/convert_frame.py (2.3)",
      "torch._dynamo hit config.accumulated_cache_size_limit (64)",
      "slow-training:recompiles"),
+    # Ray Train's wait for its placement group (train/_internal/backend_executor.py, ray.util.sgd)
+    ("ray train/_internal/backend_executor.py",
+     "TimeoutError: Placement group creation timed out. Make sure your cluster either has enough "
+     "resources or use an autoscaling cluster. If you are running on a cluster, make sure you specify "
+     "an address in `ray.init()`, for example, `ray.init(\"auto\")`.",
+     "ray-hang:infeasible-resources"),
+    ("ray util/sgd",
+     "TimeoutError: Placement group creation timed out. Make sure cluster either has enough resources or use "
+     "an autoscaling cluster. Current resources available: {'CPU': 8.0}, resources requested by the "
+     "placement group: [{'GPU': 1}]",
+     "ray-hang:infeasible-resources"),
 ]
+
+
+# ray.get(timeout=...) ran out (src/ray/core_worker/store_provider/memory_store/memory_store.cc): the work
+# did not return in time, for a reason that is elsewhere
+@pytest.mark.parametrize("line", [
+    "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
+    "(TaskRunner pid=2211) ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.",
+], ids=["exception", "prefixed"])
+def test_a_ray_get_timeout_is_a_knock_on(line: str) -> None:
+    found = _found(line, "ray memory_store.cc")
+    assert found[:1] == [("ray-hang:collect-never-returns", "knock-on")], found
 
 
 @pytest.mark.parametrize(("source", "line", "conclusion"), CASES,
@@ -289,6 +311,9 @@ NEAR_MISSES = [
     # EarlyStopping's progress
     ("lightning callbacks/early_stopping.py",
      "Metric val_loss improved by 0.012 >= min_delta = 0.0. New best score: 0.400", "nan-loss:loss-diverged"),
+    # Ray Train's placement group that did start
+    ("ray train/_internal/backend_executor.py", "Placement group has started.",
+     "ray-hang:infeasible-resources"),
     # a user raising the limit is not dynamo hitting it
     ("user code", "torch._dynamo.config.accumulated_recompile_limit = 512", "slow-training:recompiles"),
 ]
