@@ -49,12 +49,7 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
             signatures.append(_signature(rb, signature))
             conclusions.setdefault(f"{rb.id}:{signature.conclusion}", _conclusion(rb, signature.conclusion))
     by_id = {rb.id: rb for rb in runbooks}
-    # what a difference across hosts, a reading of the numbers or the log's end, or a message's facts
-    # (the ranking's `refine`) mean: linked
-    for linked in ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
-                   + list(logends.CONCLUSIONS.values()) + list(topology.CONCLUSIONS.values())
-                   + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]
-                   + [rule["becomes"] for rule in RANKING["refine"]]):  # ... or a message's facts
+    for linked in _linked_conclusions():
         rid, _, cid = linked.partition(":")
         if rid in by_id and cid in by_id[rid].conclusions:
             conclusions.setdefault(linked, _conclusion(by_id[rid], cid))
@@ -98,6 +93,15 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
         "signatures": signatures,
         "conclusions": conclusions,
     }
+
+
+def _linked_conclusions() -> list[str]:
+    """What a difference across hosts, a reading of the numbers, the stacks or the log's end, or a
+    message's facts (the ranking's `refine`) lead to, besides the signatures' conclusions."""
+    return ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
+            + list(logends.CONCLUSIONS.values()) + list(topology.CONCLUSIONS.values())
+            + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]
+            + [rule["becomes"] for rule in RANKING["refine"]])
 
 
 def _state_dict() -> dict[str, Any]:
