@@ -196,8 +196,19 @@ def test_a_node_that_refuses_one_more_session_gets_a_connection_of_the_runs_own(
     os.kill(host.ns_init_pid, signal.SIGHUP)  # sshd re-reads its config: new connections get it
     wait_for(lambda: one_run().status == "ok")  # on a master made under MaxSessions 1
     master = the_master(control)
-    conn = MuxConnection(str(master.path), time.monotonic() + 10)
-    busy = conn.open_session("exec sleep 60", time.monotonic() + 10)  # another run's session
+    opened: list[Any] = []
+
+    def open_busy() -> bool:  # the run's own session may still be closing at sshd (MaxSessions 1)
+        conn = MuxConnection(str(master.path), time.monotonic() + 10)
+        try:
+            opened.append(conn.open_session("exec sleep 60", time.monotonic() + 10))  # another run's
+        except MuxRefused:
+            conn.close()
+            return False
+        return True
+
+    wait_for(open_busy)
+    busy = opened[0]
     try:
         second = MuxConnection(str(master.path), time.monotonic() + 10)
         with pytest.raises(MuxRefused):  # the node allows no second session on that connection
