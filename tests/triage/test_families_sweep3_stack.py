@@ -66,7 +66,7 @@ CASES = [
      "checkpoint-problems:zero-world-size-changed"),
     # an illegal address in its other wordings: thrust's system_error (`<what>: <error name>: <string>`),
     # torch before 1.5 (THCGeneral `cuda runtime error (%d) : %s`, THCudaCheck), the driver API's
-    # C10_CUDA_DRIVER_CHECK, NCCL's CUDACHECK
+    # C10_CUDA_DRIVER_CHECK (NCCL's `Cuda failure '...'` stays nccl-errors', test_families_sweep_comm.py)
     ("https://github.com/skhu101/GauHuman/issues/21",
      "RuntimeError: merge_sort: failed to synchronize: cudaErrorIllegalAddress: an illegal memory access "
      "was encountered",
@@ -81,10 +81,6 @@ CASES = [
      "gpu-hardware:xid-application"),
     ("pytorch c10/cuda/CUDAException.h C10_CUDA_DRIVER_CHECK",
      "RuntimeError: CUDA driver error: an illegal memory access was encountered",
-     "gpu-hardware:xid-application"),
-    ("nccl src/include/checks.h CUDACHECK",
-     "node1:2211:2290 [3] NCCL INFO include/alloc.h:48 Cuda failure 700 'an illegal memory access was "
-     "encountered'",
      "gpu-hardware:xid-application"),
     ("CUDA driver API CUDA_ERROR_LAUNCH_FAILED", "triton.runtime.errors: CUDA_ERROR_LAUNCH_FAILED",
      "gpu-hardware:xid-application"),
