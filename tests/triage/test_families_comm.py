@@ -6,16 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from runbook.library.runbooks import load_library
-from runbook.triage.result import triage_text
-
-LIBRARY = load_library()
-
-
-def _found(line: str, source: str = "family") -> list[tuple[str, str]]:
-    result = triage_text(LIBRARY, None, line + "\n", source)
-    return [(f"{m.runbook}:{m.conclusion}", m.role) for m in result.matches]
-
+from tests.triage.families import assert_first
+from tests.triage.families import found as _found
 
 CASES = [
     # NCCL's shared memory: shm_open refused (EACCES) is the segment's permissions, not its size
@@ -74,8 +66,7 @@ CASES = [
 
 @pytest.mark.parametrize(("url", "line", "conclusion"), CASES, ids=[c[2] + "@" + c[0] for c in CASES])
 def test_a_family_is_read_by_its_words(url: str, line: str, conclusion: str) -> None:
-    found = _found(line, url)
-    assert found and found[0] == (conclusion, "cause"), found
+    assert_first(line, url, conclusion)
 
 
 NEAR_MISSES = [

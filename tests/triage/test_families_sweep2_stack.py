@@ -7,16 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from runbook.library.runbooks import load_library
-from runbook.triage.result import triage_text
-
-LIBRARY = load_library()
-
-
-def _found(line: str, source: str = "family") -> list[tuple[str, str]]:
-    result = triage_text(LIBRARY, None, line + "\n", source)
-    return [(f"{m.runbook}:{m.conclusion}", m.role) for m in result.matches]
-
+from tests.triage.families import assert_first, assert_never_cause
+from tests.triage.families import found as _found
 
 CASES = [
     # the driver's GSP RPC lines (open-gpu-kernel-modules src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c):
@@ -244,8 +236,7 @@ def test_a_ray_get_timeout_is_a_knock_on(line: str) -> None:
 @pytest.mark.parametrize(("source", "line", "conclusion"), CASES,
                          ids=[f"{c[2]}-{i}" for i, c in enumerate(CASES)])
 def test_a_family_is_read_by_its_words(source: str, line: str, conclusion: str) -> None:
-    found = _found(line, source)
-    assert found and found[0] == (conclusion, "cause"), found
+    assert_first(line, source, conclusion)
 
 
 # Near misses: the same shape or the same words, another failure (or none)
@@ -322,5 +313,4 @@ NEAR_MISSES = [
 @pytest.mark.parametrize(("source", "line", "not_this"), NEAR_MISSES,
                          ids=[f"not-{c[2]}-{i}" for i, c in enumerate(NEAR_MISSES)])
 def test_a_near_miss_is_not_read_as_the_family(source: str, line: str, not_this: str) -> None:
-    found = _found(line, source)
-    assert (not_this, "cause") not in found, found
+    assert_never_cause(line, source, not_this)

@@ -8,16 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from runbook.library.runbooks import load_library
-from runbook.triage.result import triage_text
-
-LIBRARY = load_library()
-
-
-def _found(text: str, source: str = "family") -> list[tuple[str, str]]:
-    result = triage_text(LIBRARY, None, text + "\n", source)
-    return [(f"{m.runbook}:{m.conclusion}", m.role) for m in result.matches]
-
+from tests.triage.families import assert_first, assert_near_miss
 
 # (family, text, conclusion, role of the first match)
 CASES = [
@@ -106,8 +97,7 @@ CASES = [
 @pytest.mark.parametrize(("family", "text", "conclusion", "role"), CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_a_family_is_read_by_its_words(family: str, text: str, conclusion: str, role: str) -> None:
-    found = _found(text, family)
-    assert found and found[0] == (conclusion, role), found
+    assert_first(text, family, conclusion, role)
 
 
 # (family, text, conclusion it must not be first, what must be first instead or None)
@@ -143,8 +133,4 @@ NEAR_MISSES = [
 @pytest.mark.parametrize(("family", "text", "not_first", "first"), NEAR_MISSES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(NEAR_MISSES)])
 def test_a_near_miss_reads_otherwise(family: str, text: str, not_first: str, first: str | None) -> None:
-    found = _found(text, family)
-    causes = [(c, r) for c, r in found if r != "similar"]
-    assert not causes or causes[0][0] != not_first, found
-    if first is not None:
-        assert causes and causes[0][0] == first, found
+    assert_near_miss(text, family, not_first, first)

@@ -7,16 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from runbook.library.runbooks import load_library
-from runbook.triage.result import triage_text
-
-LIBRARY = load_library()
-
-
-def _found(line: str, source: str = "family") -> list[tuple[str, str]]:
-    result = triage_text(LIBRARY, None, line + "\n", source)
-    return [(f"{m.runbook}:{m.conclusion}", m.role) for m in result.matches]
-
+from tests.triage.families import assert_first, assert_never_cause
 
 CASES = [
     # TRL's GRPO with a vLLM server: the weight sync goes through vLLM's StatelessProcessGroup
@@ -97,8 +88,7 @@ CASES = [
 @pytest.mark.parametrize(("source", "line", "conclusion"), CASES,
                          ids=[f"{c[2]}-{i}" for i, c in enumerate(CASES)])
 def test_a_family_is_read_by_its_words(source: str, line: str, conclusion: str) -> None:
-    found = _found(line, source)
-    assert found and found[0] == (conclusion, "cause"), found
+    assert_first(line, source, conclusion)
 
 
 # Threads whose pasted lines already read right before this round: kept so that they stay so
@@ -149,8 +139,7 @@ ALREADY = [
 @pytest.mark.parametrize(("source", "line", "conclusion"), ALREADY,
                          ids=[f"{c[2]}-{i}" for i, c in enumerate(ALREADY)])
 def test_a_thread_already_read_right_stays_so(source: str, line: str, conclusion: str) -> None:
-    found = _found(line, source)
-    assert found and found[0] == (conclusion, "cause"), found
+    assert_first(line, source, conclusion)
 
 
 # Near misses: the same shape or the same words, another failure (or none)
@@ -189,5 +178,4 @@ NEAR_MISSES = [
 @pytest.mark.parametrize(("source", "line", "not_this"), NEAR_MISSES,
                          ids=[f"not-{c[2]}-{i}" for i, c in enumerate(NEAR_MISSES)])
 def test_a_near_miss_is_not_read_as_the_family(source: str, line: str, not_this: str) -> None:
-    found = _found(line, source)
-    assert (not_this, "cause") not in found, found
+    assert_never_cause(line, source, not_this)

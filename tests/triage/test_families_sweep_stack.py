@@ -7,16 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from runbook.library.runbooks import load_library
-from runbook.triage.result import triage_text
-
-LIBRARY = load_library()
-
-
-def _found(line: str, source: str = "family") -> list[tuple[str, str]]:
-    result = triage_text(LIBRARY, None, line + "\n", source)
-    return [(f"{m.runbook}:{m.conclusion}", m.role) for m in result.matches]
-
+from tests.triage.families import assert_first, assert_never_cause
+from tests.triage.families import found as _found
 
 CASES = [
     # PyTorch's C10_CUDA_DRIVER_CHECK (c10/cuda/CUDAException.h): the driver API's CUDA_ERROR_OUT_OF_MEMORY
@@ -207,8 +199,7 @@ CASES = [
 @pytest.mark.parametrize(("source", "line", "conclusion"), CASES,
                          ids=[f"{c[2]}-{i}" for i, c in enumerate(CASES)])
 def test_a_family_is_read_by_its_words(source: str, line: str, conclusion: str) -> None:
-    found = _found(line, source)
-    assert found and found[0] == (conclusion, "cause"), found
+    assert_first(line, source, conclusion)
 
 
 # Ray 1.x's memory monitor (python/ray/memory_monitor.py): the node's memory, whichever runbook names it
@@ -318,5 +309,4 @@ NEAR_MISSES = [
 @pytest.mark.parametrize(("source", "line", "not_this"), NEAR_MISSES,
                          ids=[f"not-{c[2]}-{i}" for i, c in enumerate(NEAR_MISSES)])
 def test_a_near_miss_is_not_read_as_the_family(source: str, line: str, not_this: str) -> None:
-    found = _found(line, source)
-    assert (not_this, "cause") not in found, found
+    assert_never_cause(line, source, not_this)
