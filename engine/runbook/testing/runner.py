@@ -224,4 +224,7 @@ def _compare(node: str, outcome: NodeOutcome, wanted: dict[str, Any],
     for words in wanted.get("finding_contains") or []:  # the facts the finding must name
         if words not in finding:
             failures.append(f"{where}finding {finding!r} lacks {words!r}")
+    for words in wanted.get("finding_excludes") or []:  # what it must not claim
+        if words in finding:
+            failures.append(f"{where}finding {finding!r} says {words!r}")
     return failures

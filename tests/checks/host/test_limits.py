@@ -85,3 +85,26 @@ def test_no_job_process_gives_the_node_view(make_ctx) -> None:
     assert not result["job_found"] and result["pids"] == [] and result["job_threads"] == 0
     assert result["available"] and result["threads_max"]
     assert result["near"] == [] or all(isinstance(n, str) for n in result["near"])
+
+
+# A child that lowers its own soft limit on open files to 64 and holds 40 more descriptors.
+OPEN_FILES = ("import os, resource, sys\n"
+              "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+              "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
+              "held = [os.open(os.devnull, os.O_RDONLY) for _ in range(40)]\n"
+              "print('ready', flush=True); sys.stdin.read()\n")
+
+
+def test_the_open_files_of_the_process_holding_the_most_and_its_limit() -> None:
+    child = subprocess.Popen([sys.executable, "-c", OPEN_FILES], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        result = limits.run({"pid": str(child.pid)}, None)  # type: ignore[arg-type]
+        assert result["open_fds_pid"] == child.pid and result["nofile_limit"] == 64
+        assert 43 <= result["open_fds"] < 64  # the 40, stdin, stdout, stderr (and what Python keeps)
+        assert result["nofile_hard"] is None or result["nofile_hard"] >= 64
+        assert all(lim["name"] != "ulimit -n" for lim in result["limits"])  # not a task limit
+    finally:
+        child.kill()
+        child.wait()

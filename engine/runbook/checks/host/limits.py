@@ -7,6 +7,10 @@ thread of the user's real uid; root is exempt), the `pids.max` of the cgroup the
 of any cgroup above it (containers, Slurm's task cgroups, systemd's TasksMax), or the kernel's
 threads-max and pid_max. This check reads each of them for the job's processes with the number
 in use, so the finding can say which one is near and by how much.
+
+It also reads the limit on open files (RLIMIT_NOFILE, `ulimit -n`: per process, so it is reported
+for the job's process holding the most descriptors, apart from the task limits): `Too many open
+files` (EMFILE) is that process reaching its soft limit.
 """
 
 from __future__ import annotations
@@ -81,6 +85,14 @@ RESULT_FIELDS = {
                  "zh": f"已用比例最高的限制：{_LIMIT}"},
     "limit_hit": {"type": "boolean", "en": "A pids.max refused a task (pids_events_max > 0)",
                   "zh": "有 pids.max 拒绝过创建任务（pids_events_max > 0）"},
+    "open_fds": {"type": "integer", "en": "Open file descriptors of the job's process holding the most",
+                 "zh": "作业进程中打开文件描述符最多的那个进程的描述符数"},
+    "open_fds_pid": {"type": "integer", "en": "That process", "zh": "该进程的 PID"},
+    "nofile_limit": {"type": "integer",
+                     "en": "That process's soft `Max open files` (ulimit -n; null: unlimited or unread)",
+                     "zh": "该进程的 `Max open files` 软限制（ulimit -n；null 表示不限或无法读取）"},
+    "nofile_hard": {"type": "integer", "en": "Its hard `Max open files` (how far ulimit -n may be raised)",
+                    "zh": "其 `Max open files` 硬限制（ulimit -n 最多可调到多少）"},
 }
 DEFAULT_TIMEOUT = 10.0
 
@@ -110,7 +122,27 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
     result["near"] = [lim["name"] for lim in limits if lim["percent"] >= near]
     result["tightest"] = max(limits, key=lambda lim: lim["percent"]) if limits else None
     result["limit_hit"] = (result.get("pids_events_max") or 0) > 0
+    result.update(_open_files(pids or [first]))
     return result
+
+
+def _open_files(pids: list[int]) -> dict[str, Any]:
+    """The process of `pids` holding the most descriptors, with its limit on open files."""
+    counts = {pid: _fd_count(pid) for pid in pids}
+    readable = {pid: n for pid, n in counts.items() if n is not None}
+    if not readable:
+        return {"open_fds": None, "open_fds_pid": None, "nofile_limit": None, "nofile_hard": None}
+    pid = max(readable, key=lambda p: (readable[p], -p))
+    soft, hard = _task_limits.parse_limits(_procfs.read_text(f"/proc/{pid}/limits") or "").get(
+        "Max open files", (None, None))
+    return {"open_fds": readable[pid], "open_fds_pid": pid, "nofile_limit": soft, "nofile_hard": hard}
+
+
+def _fd_count(pid: int) -> int | None:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:  # gone, or another user's process
+        return None
 
 
 def _limits(r: dict[str, Any]) -> list[dict[str, Any]]:
