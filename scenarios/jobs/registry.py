@@ -535,6 +535,20 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         taxonomy="launch.environment",
         conclusion="host-faults:thread-limit",
     ),
+    "open_files_limit": ScenarioSpec(
+        name="open_files_limit",
+        script="open_files_limit/train.py",
+        description={
+            "en": "A data job under a real ulimit -n of 64 opens every shard of its dataset and keeps "
+                  "them open until CPython raises \"OSError: [Errno 24] Too many open files\"; it logs "
+                  "the traceback and stays, holding its descriptors. Standard library only.",
+            "zh": "一个处于真实 ulimit -n 64 限制下的数据作业打开数据集的每个分片并一直不关闭，直到 CPython "
+                  "抛出 \"OSError: [Errno 24] Too many open files\"；它把 traceback 写入日志后继续运行，"
+                  "占着已打开的描述符。只用标准库。",
+        },
+        taxonomy="launch.environment",
+        conclusion="host-faults:open-files-limit",
+    ),
     "cuda_lib_missing_symbol": ScenarioSpec(
         name="cuda_lib_missing_symbol",
         script="cuda_lib_missing_symbol/train.py",
