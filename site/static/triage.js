@@ -964,7 +964,7 @@
         var other = seen[j];
         if (other.length === p.values.length && !other.every(vanishes)) {
           return { device: Number(p.device), count: p.values.length,
-                   seen: other.slice(0, rules.seen_values).join(", ") + (other.length > 4 ? ", ..." : "") };
+                   seen: other.slice(0, rules.seen_values).join(", ") + (other.length > rules.seen_values ? ", ..." : "") };
         }
       }
     }

@@ -8,29 +8,14 @@ open-files-limit with the job's process, its descriptors and its soft and hard l
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from scenarios.jobs import Scenario
+from tests.e2e.scenario_report import report_of
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _runbook(job: Scenario, *args: str) -> dict[str, Any]:
-    env = {**job.tool_env(), "RUNBOOK_LANG": "en"}
-    out = subprocess.run([sys.executable, "-m", "runbook", *args, "--format", "json"], capture_output=True,
-                         text=True, env=env, timeout=180, cwd=ROOT)
-    assert out.stdout, out.stderr[-3000:]
-    report: dict[str, Any] = json.loads(out.stdout)
-    return report
 
 
 def test_open_files_limit_diagnosed(scenario) -> None:
@@ -43,7 +28,7 @@ def test_open_files_limit_diagnosed(scenario) -> None:
         held = len(os.listdir(f"/proc/{job.pid}/fd"))  # the real state: the job at its limit
         assert held == int(limit.group(1))
 
-        report = _runbook(job, "run", "host-faults", "--set", f"log={job.log}",
+        report = report_of(job, "run", "host-faults", "--set", f"log={job.log}",
                           "--set", "max_load_per_core=1000")  # a busy shared test machine is no fault here
         node = report["nodes"][0]
         walked = [(e["step"], e["goto"]) for e in node["evidence"]]

@@ -10,21 +10,16 @@ and concludes thread-limit with the limit, its value, the count and the job's th
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from scenarios.jobs import Scenario
+from tests.e2e.scenario_report import report_of
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 LIMIT_LINE = r"task limit: (?:pids\.max 64 in cgroup (\S+)|ulimit -u (\d+) as uid (\d+))"
 
 
@@ -36,15 +31,6 @@ def _pids_cgroup_writable() -> str | None:
         if os.access(os.path.join(folder, "cgroup.procs"), os.W_OK):
             return None
     return "/sys/fs/cgroup is not writable here (no cgroup v2 or v1 pids controller to create a cgroup in)"
-
-
-def _runbook(job: Scenario, *args: str) -> dict[str, Any]:
-    env = {**job.tool_env(), "RUNBOOK_LANG": "en"}
-    out = subprocess.run([sys.executable, "-m", "runbook", *args, "--format", "json"], capture_output=True,
-                         text=True, env=env, timeout=180, cwd=ROOT)
-    assert out.stdout, out.stderr[-3000:]
-    report: dict[str, Any] = json.loads(out.stdout)
-    return report
 
 
 def _threads(pid: int) -> int:
@@ -85,7 +71,7 @@ def test_thread_limit_diagnosed(scenario, via: str) -> None:
         else:
             assert 1 < threads <= int(limit.group(2))
 
-        report = _runbook(job, "run", "host-faults", "--set", f"log={job.log}",
+        report = report_of(job, "run", "host-faults", "--set", f"log={job.log}",
                           "--set", "max_load_per_core=1000")  # a busy shared test machine is no fault here
         node = report["nodes"][0]
         assert node["conclusion"]["id"] == "thread-limit", [(e["step"], e["goto"]) for e in node["evidence"]]

@@ -52,10 +52,10 @@ def parse(lines: Sequence[str]) -> dict[str, Any] | None:
                              "prefix": None, "prefix_on": None, "explained_by_prefix": False}
     if missing and unexpected:
         for longer, shorter, side in ((unexpected, missing, "checkpoint"), (missing, unexpected, "model")):
-            prefix = _prefix(longer[0], set(shorter))
+            names = set(shorter)
+            prefix = _prefix(longer[0], names)
             if prefix is None:
                 continue
-            names = set(shorter)
             explained = sum(1 for key in longer if key.startswith(prefix) and key[len(prefix):] in names)
             facts.update(prefix=prefix, prefix_on=side,
                          explained_by_prefix=explained >= EXPLAINED_SHARE * min(len(longer), len(shorter)))

@@ -128,8 +128,7 @@ def run(params: dict[str, Any], ctx: CheckContext) -> dict[str, Any]:
 
 def _open_files(pids: list[int]) -> dict[str, Any]:
     """The process of `pids` holding the most descriptors, with its limit on open files."""
-    counts = {pid: _fd_count(pid) for pid in pids}
-    readable = {pid: n for pid, n in counts.items() if n is not None}
+    readable = {pid: n for pid in pids if (n := _fd_count(pid)) is not None}
     if not readable:
         return {"open_fds": None, "open_fds_pid": None, "nofile_limit": None, "nofile_hard": None}
     pid = max(readable, key=lambda p: (readable[p], -p))

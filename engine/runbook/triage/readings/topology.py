@@ -163,7 +163,6 @@ def _matrix(lines: list[str], start: int) -> list[list[str]]:
     return rows
 
 
-
 def _copy_zeros(text: str) -> dict[str, Any] | None:
     """The first printed CUDA tensor of only vanishing values whose count of values was seen
     non-zero elsewhere in the paste, when the paste copies between two or more GPUs."""
@@ -177,7 +176,8 @@ def _copy_zeros(text: str) -> dict[str, Any] | None:
         for other in seen:
             if len(other) == len(values) and not all(_vanishes(v) for v in other):
                 return {"device": int(device), "count": len(values),
-                        "seen": ", ".join(other[:RULES["seen_values"]]) + (", ..." if len(other) > 4 else "")}
+                        "seen": ", ".join(other[:RULES["seen_values"]])
+                        + (", ..." if len(other) > RULES["seen_values"] else "")}
     return None
 
 
