@@ -8,7 +8,7 @@ Two sources of cases, each labelled by hand with the conclusion an experienced e
   scenarios) is replayed through the library with the engine's own replay (run/replay.py, as
   `runbook test` does); each node's conclusion is compared with `<name>/labels.yml`;
 - the triage corpus (tests/data/triage-corpus/, its loader and its dev/holdout split imported
-  from bench/triage.py): `runbook triage` on every log; the top answer is compared with the
+  from bench/triage_corpus.py): `runbook triage` on every log; the top answer is compared with the
   entry's `runbook`/`conclusion`. Holdout is reported as it comes: never tuned against.
 
 It prints, per source: conclusion-level accuracy (`runbook:conclusion` exact; top-3 too for
@@ -53,12 +53,12 @@ NOTHING, SIMILAR = "nothing found", "similar"
 HOLDOUT_NOTE = "holdout is reported as it comes: never tuned against, its misses never shown"
 
 
-def _bench_triage() -> ModuleType:
-    """bench/triage.py, for its corpus loader and its split rule (one copy of each)."""
-    spec = importlib.util.spec_from_file_location("bench_triage", ROOT / "bench" / "triage.py")
+def _triage_corpus() -> ModuleType:
+    """bench/triage_corpus.py, for its corpus loader and its split rule (one copy of each)."""
+    spec = importlib.util.spec_from_file_location("triage_corpus", ROOT / "bench" / "triage_corpus.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_triage"] = module  # its dataclasses look their module up
+    sys.modules["triage_corpus"] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -141,6 +141,9 @@ class Engine:
         self.replay_module = importlib.import_module("runbook.run.replay")
         self.triage_result = importlib.import_module("runbook.triage.result")
         self.source_type = importlib.import_module("runbook.triage.sources").Source
+        # an engine with known cases compares each corpus log with every case but its own report's
+        self.known_cases = (importlib.import_module("runbook.triage.cases").shipped()
+                            if (self.root / "engine" / "runbook" / "triage" / "cases.py").is_file() else None)
         self.library = runbooks.load_library([self.root / "runbooks"])
         self.kb = kb.load_kb([self.root / "kb"])
         broken = [r for r in self.library.results if r.runbook is None]
@@ -158,10 +161,15 @@ class Engine:
         """The engine's own replay of one recording (raises KeyError: runbook not in the library)."""
         return self.replay_module.replay(self.library, self.recording.load_recording(incident))
 
-    def triage(self, log: Path) -> Any:
-        """`runbook triage LOG` through the library's own functions (as bench/triage.py calls them)."""
+    def triage(self, log: Path, source: str) -> Any:
+        """`runbook triage LOG` through the library's own functions (as bench/triage.py calls them),
+        `source` (the report the log was copied from) left out of the known cases."""
+        if self.known_cases is None:
+            return self.triage_result.triage_sources(self.library, self.kb, [self.source_type(str(log))],
+                                                     on_warning=lambda message: None)
         return self.triage_result.triage_sources(self.library, self.kb, [self.source_type(str(log))],
-                                                 on_warning=lambda message: None)
+                                                 on_warning=lambda message: None,
+                                                 cases=self.known_cases.without(source))
 
 
 def generic_reason(engine: Engine, qualified: str) -> str | None:
@@ -275,7 +283,7 @@ def corpus_rows(engine: Engine, corpus: ModuleType, only: list[str] | None) -> l
 
 def _triaged(engine: Engine, entry: Any, name: str) -> LogRow:
     """One corpus log triaged, its first three answers compared with the entry's labels."""
-    result = engine.triage(entry.path)
+    result = engine.triage(entry.path, entry.source)
     top = result.matches[:3]
     got = [f"{m.runbook}:{m.conclusion}" for m in top]
     wanted = f"{entry.runbook}:{entry.conclusion}" if entry.conclusion else None
@@ -398,7 +406,7 @@ def misses(report: dict[str, Any], logs: list[LogRow], show: str) -> list[dict[s
 
 def measure(engine: Engine, args: argparse.Namespace) -> tuple[dict[str, Any], list[LogRow]]:
     """The report (JSON-ready), and the corpus rows it summarises."""
-    corpus = _bench_triage()
+    corpus = _triage_corpus()
     nodes = recording_rows(engine, args.recording)
     logs = corpus_rows(engine, corpus, args.log)
     engine_paths = ("engine", "runbooks", "kb")

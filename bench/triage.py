@@ -24,7 +24,6 @@ matching lines, triage ranks them), and triage's peak memory.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import resource
@@ -32,64 +31,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from triage_corpus import CORPUS, Entry, load_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "data" / "triage-corpus"
-DEV_SHARE = 70  # percent
-
-
-@dataclass
-class Entry:
-    path: Path
-    source: str
-    kind: str
-    taxonomy: list[str]
-    runbook: str | None
-    conclusion: str | None
-    also_accepted: tuple[str, ...] = ()  # other `runbook:conclusion` ids a person would accept
-
-    @property
-    def accepted_conclusions(self) -> list[str]:
-        wanted = [f"{self.runbook}:{self.conclusion}"] if self.conclusion else []
-        return wanted + list(self.also_accepted)
-
-    @property
-    def split(self) -> str:
-        return split_of(self.source)
-
-
-def split_of(url: str) -> str:
-    """`dev` or `holdout`, by a hash of the source URL (every excerpt of a thread together)."""
-    bucket = int(hashlib.sha256(url.strip().encode("utf-8")).hexdigest(), 16) % 100
-    return "dev" if bucket < DEV_SHARE else "holdout"
-
-
-def load_corpus() -> list[Entry]:
-    entries = []
-    for meta in sorted(CORPUS.glob("*/*.yaml")):
-        data = yaml.safe_load(meta.read_text(encoding="utf-8"))
-        entries.append(Entry(meta.with_suffix(".log"), data["source"], data["kind"],
-                             list(data.get("taxonomy") or []), data.get("runbook"), data.get("conclusion"),
-                             tuple(data.get("also_accepted") or ())))
-    return entries
 
 
 def judge(entries: list[Entry]) -> list[dict[str, object]]:
     sys.path.insert(0, str(ROOT / "engine"))
     from runbook.library.kb import load_kb
     from runbook.library.runbooks import load_library
+    from runbook.triage.cases import shipped
     from runbook.triage.result import triage_sources
     from runbook.triage.sources import Source
 
-    library, kb = load_library(), load_kb()
+    library, kb, cases = load_library(), load_kb(), shipped()
     rows = []
-    for entry in entries:
+    for entry in entries:  # a dev log is compared with every known case but its own report's
         result = triage_sources(library, kb, [Source(str(entry.path.relative_to(ROOT)))],
-                                on_warning=lambda m: None)
+                                on_warning=lambda m: None, cases=cases.without(entry.source))
         top = result.matches[:3]
         ok = [bool(set(m.taxonomy) & set(entry.taxonomy)) for m in top]
         accepted = entry.accepted_conclusions
@@ -125,9 +86,10 @@ def decorated(entries: list[Entry]) -> list[dict[str, object]]:
     """Per split and decoration, the conclusion top-1 of the error logs with a conclusion."""
     sys.path.insert(0, str(ROOT / "engine"))
     from runbook.library.runbooks import load_library
+    from runbook.triage.cases import shipped
     from runbook.triage.result import triage_text
 
-    library = load_library()
+    library, cases = load_library(), shipped()
     labelled = [e for e in entries if e.kind != "no-error" and e.accepted_conclusions]
     out = []
     for split in ("dev", "holdout"):
@@ -137,7 +99,8 @@ def decorated(entries: list[Entry]) -> list[dict[str, object]]:
         for name, decorate in {"plain": lambda line: line, **DECORATIONS}.items():
             right = 0
             for entry in mine:
-                result = triage_text(library, None, "\n".join(map(decorate, texts[entry.path])), "paste")
+                result = triage_text(library, None, "\n".join(map(decorate, texts[entry.path])), "paste",
+                                     cases=cases.without(entry.source))
                 got = [f"{m.runbook}:{m.conclusion}" for m in result.matches[:1]]
                 right += bool(got and got[0] in entry.accepted_conclusions)
             row[name] = round(100 * right / len(mine), 1) if mine else 0.0

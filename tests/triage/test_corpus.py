@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "triage-corpus"
 KEYS = {"source", "project", "language", "kind", "taxonomy", "runbook", "conclusion", "note"}
 OPTIONAL_KEYS = {"also_accepted", "no_conclusion_because"}
-_spec = importlib.util.spec_from_file_location("bench_triage", ROOT / "bench" / "triage.py")
+_spec = importlib.util.spec_from_file_location("triage_corpus", ROOT / "bench" / "triage_corpus.py")
 assert _spec and _spec.loader
 bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_triage"] = bench  # its dataclasses look their module up
+sys.modules["triage_corpus"] = bench  # its dataclasses look their module up
 _spec.loader.exec_module(bench)
 ENTRIES = bench.load_corpus()
 

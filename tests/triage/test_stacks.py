@@ -127,7 +127,7 @@ def test_a_dump_with_only_threading_threads_names_no_main_thread() -> None:
 
 def test_what_a_dump_names_is_the_answer_when_no_signature_matched() -> None:
     result = triage_text(LIBRARY, None, EXAMPLES["pyspy_two_ranks_mismatch"])
-    assert [(m.conclusion, m.role) for m in result.matches] == [
+    assert [(m.conclusion, m.role) for m in result.matches if m.kind != "case"] == [
         ("collective-mismatch", "cause"), ("collective-wait", "knock-on")]
     assert result.verdict == "cause" and "all_reduce on pid 1201" in result.summary()
     data = result.to_json()
@@ -141,7 +141,7 @@ def test_an_idle_dump_that_names_no_wait_is_a_guess_said_as_one() -> None:
     result = triage_text(LIBRARY, None, EXAMPLES["pyspy_idle_unnamed"])
     kinds = [r["reading"] for r in result.readings]
     assert kinds == ["stack-wait", "stack-unnamed"] and result.readings[1]["guess"] is True
-    [match] = result.matches
+    [match] = [m for m in result.matches if m.kind != "case"]  # known cases: test_known_cases.py
     assert (match.conclusion, match.role, match.confidence) == ("collective-wait", "knock-on", 0.12)
     assert "a guess" in match.why()
     # a thread seen computing is no hang on a peer: no guess

@@ -23,6 +23,11 @@ object, so a change to the ranking is made here and nowhere else. Everything her
   - `similar`: an error line no signature knows, compared with every conclusion and article by
     BM25 (fallback.py): the `top` few that score `min_score` or more, each with a `confidence`
     from its `score` and the `best` score.
+  - `case`: the labelled public reports a log resembles most (cases.py): the `neighbours`
+    nearest at `min_similarity` or more vote for their conclusions; each vote is a `similar`
+    match after the signatures' and readings' matches while there are fewer than `fill_to`, or
+    taking turns with BM25's (result.py), its `confidence`
+    from the nearest case's `similarity` and the vote's `share` of all the votes.
   - `reading`: what a pasted stack dump (stacks.py) or the numbers (series.py) show, as a match
     of the conclusion it names when no specific signature matched; a cause, or a knock-on for
     the conclusions in `knock_on` (a rank waiting on others); its `confidence` is lower for a
@@ -72,6 +77,13 @@ RANKING: dict[str, Any] = {
             "min_score": 2.0,  # a BM25 total below this is noise
             # 0.1 + 0.2 * score / best: 0.1..0.3, a resemblance and no more
             "confidence": ["+", 0.1, ["/", ["*", 0.2, "score"], "best"]],
+        },
+        "case": {
+            "neighbours": 5,
+            "min_similarity": 0.1,  # TF-IDF cosine: below it a case shares only common words
+            "fill_to": 3,  # after a cause or knock-on, only while the answer has fewer matches
+            # 0.1 + 0.2 * similarity * share: 0.1..0.3, a resemblance like `similar`
+            "confidence": ["+", 0.1, ["*", 0.2, ["*", "similarity", "share"]]],
         },
         "reading": {
             # what a stack dump or the numbers show, with no error line to confirm it: added only

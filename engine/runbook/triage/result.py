@@ -16,15 +16,18 @@ to collect next, and, with no error line, the conclusions the excerpt resembles.
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import zip_longest
 from typing import Any
 
 from runbook.library.kb import KnowledgeBase
 from runbook.library.runbooks import Library
 from runbook.triage.advice import Advice, advise, shape_of
+from runbook.triage.cases import KnownCases, case_matches, case_terms, shipped
 from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
@@ -35,7 +38,8 @@ from runbook.triage.readings.series import describe_reading
 from runbook.triage.readings.spread import as_readings, describe
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
-from runbook.triage.verdict import KNOCK_ON, SIMILAR, Match, from_readings, order
+from runbook.triage.ranking import RANKING
+from runbook.triage.verdict import CAUSE, KNOCK_ON, SIMILAR, Match, from_readings, order
 
 SCHEMA = "runbook-triage/v1"
 NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
@@ -54,6 +58,7 @@ class TriageResult:
     differences: list[dict[str, Any]] = field(default_factory=list)  # spread.py: across hosts/ranks
     readings: list[dict[str, Any]] = field(default_factory=list)  # stacks.py, series.py: dumps, numbers
     error_line: LineHit | None = None  # the line compared for similarity (errorlines.query_line)
+    terms: Counter[str] = field(default_factory=Counter)  # what it was compared with known cases by
 
     def summary(self, lang: str = "en") -> str:
         """One or two sentences for a person: what failed, where, and what followed."""
@@ -101,22 +106,23 @@ Reader = Callable[[LogShape], AbstractContextManager[Iterator[str]]]
 
 
 def triage_sources(library: Library, kb: KnowledgeBase | None, sources: list[Source],
-                   on_warning: Any = None) -> TriageResult:
-    """Read every source (raises LogSourceError for one that cannot be read) and rank."""
+                   on_warning: Any = None, cases: KnownCases | None = None) -> TriageResult:
+    """Read every source (raises LogSourceError for one that cannot be read) and rank;
+    `cases`: the known cases to compare with (the shipped ones by default)."""
     return _triage(library, kb, [(s, partial(open_log, "-" if s.path == "<stdin>" else s.path))
-                                 for s in sources], on_warning)
+                                 for s in sources], on_warning, cases)
 
 
 def triage_text(library: Library, kb: KnowledgeBase | None, text: str, name: str = "<pasted>",
-                on_warning: Any = None) -> TriageResult:
+                on_warning: Any = None, cases: KnownCases | None = None) -> TriageResult:
     """A log pasted as text (the MCP server's triage_log), read like a file's bytes."""
     raw = io.BytesIO(text.encode("utf-8"))
     return _triage(library, kb, [(Source(name), lambda shape: nullcontext(read_lines(raw, shape)))],
-                   on_warning)
+                   on_warning, cases)
 
 
 def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Source, Reader]],
-            on_warning: Any) -> TriageResult:
+            on_warning: Any, cases: KnownCases | None = None) -> TriageResult:
     scanner = Triage(library, on_warning)
     notes: list[str] = []
     binary = False
@@ -130,11 +136,11 @@ def _triage(library: Library, kb: KnowledgeBase | None, readers: list[tuple[Sour
         prefix = f"{source.path}: " if len(readers) > 1 else ""
         notes.extend(prefix + note for note in shape.notes())
         binary = binary or shape.binary
-    return rank_all(library, kb, scanner, [source for source, _ in readers], notes, binary)
+    return rank_all(library, kb, scanner, [source for source, _ in readers], notes, binary, cases)
 
 
 def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, sources: list[Source],
-             notes: list[str], binary: bool = False) -> TriageResult:
+             notes: list[str], binary: bool = False, cases: KnownCases | None = None) -> TriageResult:
     """Rank what the scanner found; `binary`: some source looked binary (its "last line" is noise)."""
     matches = scanner.matches()
     specific = [m for m in matches if not m.generic]
@@ -157,8 +163,27 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     if verdict == "no-error":
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
+    count = case_terms([*scanner.tail, *scanner.errors.texts()])
+    if verdict != "no-error":
+        matches = _with_cases(library, matches, verdict, shipped() if cases is None else cases, count)
     return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice, differences, readings,
-                        line)
+                        line, count)
+
+
+def _with_cases(library: Library, matches: list[Match], verdict: str, cases: KnownCases,
+                count: Counter[str]) -> list[Match]:
+    """The known cases' votes added as `similar` matches of conclusions not named yet: when a
+    signature or a reading named a cause or a knock-on, after its matches, as long as the answer
+    is shorter than the ranking's `fill_to`; when only resemblance speaks (`similar`), at most
+    `fill_to` of them taking turns with the BM25 matches, theirs first (text like a conclusion's,
+    then a report like this one)."""
+    rules = RANKING["evidence"]["case"]
+    named = {(m.runbook, m.conclusion) for m in matches}
+    votes = case_matches(library, cases.votes(count, rules["neighbours"], rules["min_similarity"]))
+    new = [m for m in votes if (m.runbook, m.conclusion) not in named][: rules["fill_to"]]
+    if verdict in (CAUSE, KNOCK_ON):
+        return [*matches, *new[: max(0, rules["fill_to"] - len(matches))]]
+    return [m for pair in zip_longest(matches, new) for m in pair if m is not None]
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

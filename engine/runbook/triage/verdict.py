@@ -53,6 +53,7 @@ class Match:
     kind: str = "conclusion"  # or "article" (a knowledge-base article, for `similar` only)
     catch_all: bool = False  # its conclusion is the library's last resort (`generic: true`)
     reading: dict[str, Any] | None = None  # for a `reading` match: what the dump or the numbers show
+    cases: tuple[tuple[float, Any], ...] = ()  # for a `case` match: (similarity, cases.Case), nearest first
 
     @property
     def first(self) -> LineHit | None:
@@ -86,6 +87,11 @@ class Match:
         if self.reading is not None:
             said = describe_reading(self.reading, lang)
             return f"没有错误行；{said}" if zh else f"no error line names it; {said}"
+        if self.kind == "case":
+            near = "; ".join(f"{case.source} ({similarity:.2f})" for similarity, case in self.cases[:3])
+            return (f"相似，不是已知特征：像 {len(self.cases)} 份已诊断的公开报告：{near}" if zh
+                    else f"similar, not a known signature: like {len(self.cases)} diagnosed public "
+                         f"report{'s' if len(self.cases) > 1 else ''}: {near}")
         if self.role == SIMILAR and self.similar_to is not None:
             line = _clip(self.similar_to.text, 100)
             return (f"相似，不是已知特征：与错误行 '{line}'（{self.similar_to.where}）文字相近" if zh
@@ -118,6 +124,8 @@ class Match:
             "first": _line_json(first) if first else None,
             "lines": [_line_json(h) for h in self.lines()],
             "facts": self.facts(),
+            "cases": [{"source": case.source, "similarity": similarity, "entry": case.entry}
+                      for similarity, case in self.cases],
             "signatures": [{"pattern": s.pattern, "goto": s.signature.goto, "role": s.signature.role,
                             "file": s.source.path, "count": s.count, "first_line": s.first_line,
                             "last_line": s.last_line} for s in self.signatures],
