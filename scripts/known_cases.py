@@ -20,11 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "engine"), str(ROOT / "bench")]
 
+from triage_corpus import CORPUS, load_corpus  # noqa: E402
+
 from runbook.library.runbooks import load_library  # noqa: E402
 from runbook.triage.cases import CASES_FILE, SCHEMA, KnownCases  # noqa: E402
 from runbook.triage.result import triage_sources  # noqa: E402
 from runbook.triage.sources import Source  # noqa: E402
-from triage_corpus import CORPUS, load_corpus  # noqa: E402
 
 
 def build() -> str:

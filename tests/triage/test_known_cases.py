@@ -31,10 +31,11 @@ def _cases(*items: tuple[str, str, str]) -> KnownCases:
                       [case_terms(text.splitlines()) for _, _, text in items])
 
 
+SHM, OOM = "nccl-errors:shm-too-small", "cuda-oom:oom-batch-or-model"
 FOUR = _cases(
-    ("https://example.org/1", "nccl-errors:shm-too-small", "ncclSystemError shm_open /dev/shm no space docker"),
-    ("https://example.org/2", "nccl-errors:shm-too-small", "NCCL shm /dev/shm docker container shm-size 64m"),
-    ("https://example.org/3", "cuda-oom:oom-batch-or-model", "CUDA out of memory tried to allocate batch size"),
+    ("https://example.org/1", SHM, "ncclSystemError shm_open /dev/shm no space docker"),
+    ("https://example.org/2", SHM, "NCCL shm /dev/shm docker container shm-size 64m"),
+    ("https://example.org/3", OOM, "CUDA out of memory tried to allocate batch size"),
     ("https://example.org/4", "ray-hang:object-store-full", "ray object store full spilling plasma"))
 
 
@@ -107,7 +108,8 @@ def test_a_named_cause_keeps_its_place_and_cases_only_fill_the_answer() -> None:
     text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB; batch size\n"
     result = triage_text(LIBRARY, None, text, "paste", cases=FOUR)
     assert result.verdict == "cause" and result.matches[0].kind == "conclusion"
-    assert len(result.matches) <= 3 and all(m.kind == "case" for m in result.matches[1:] if m.role == "similar")
+    added = [m for m in result.matches[1:] if m.role == "similar"]
+    assert len(result.matches) <= 3 and all(m.kind == "case" for m in added)
     named = [(m.runbook, m.conclusion) for m in result.matches]
     assert len(named) == len(set(named))  # a case never repeats a conclusion already named
 

@@ -32,13 +32,13 @@ from runbook.triage.fallback import SimilarityIndex
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
+from runbook.triage.ranking import RANKING
 from runbook.triage.readings import logends, topology
 from runbook.triage.readings.series import describe as describe_numbers
 from runbook.triage.readings.series import describe_reading
 from runbook.triage.readings.spread import as_readings, describe
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
-from runbook.triage.ranking import RANKING
 from runbook.triage.verdict import CAUSE, KNOCK_ON, SIMILAR, Match, from_readings, order
 
 SCHEMA = "runbook-triage/v1"
