@@ -184,6 +184,7 @@
     }, this);
     this.nativeRules = data.stacks.frames.native.map(function (rule) { return { rule: rule, re: new RegExp(rule.pattern) }; });
     this.soFile = new RegExp(data.stacks.frames.so_file);
+    this.cases = data.cases && data.cases.items.length ? new KnownCases(data.cases) : null;
     this.signatures = [];
     this.broken = [];
     for (var j = 0; j < data.signatures.length; j++) {
@@ -333,6 +334,7 @@
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
     var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
+    matches = this.withCases(matches, verdict, lines);
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
              differences: differences,
              readings: readings };
@@ -1139,6 +1141,123 @@
     };
   };
 
+  // -- known cases (triage/cases.py): the labelled public reports a paste resembles --
+
+  function stem(word) { // textindex._stem
+    if (word.length > 4 && /ies$/.test(word)) return word.slice(0, -3) + "y";
+    if (word.length > 3 && /s$/.test(word) && !/(?:ss|us|is)$/.test(word)) return word.slice(0, -1);
+    return word;
+  }
+
+  function KnownCases(data) {
+    this.runs = new RegExp("[" + data.cjk + "]+|[a-z0-9]+(?:[-_.][a-z0-9]+)*", "g");
+    this.cjk = new RegExp("^[" + data.cjk + "]");
+    this.maxDigits = data.max_digits;
+    this.items = data.items;
+    var df = Object.create(null), n = data.items.length;
+    data.items.forEach(function (c) { Object.keys(c.terms).forEach(function (t) { df[t] = (df[t] || 0) + 1; }); });
+    this.idf = Object.create(null);
+    Object.keys(df).forEach(function (t) { this.idf[t] = Math.log(n / df[t]); }, this);
+    this.rarest = Math.log(n || 1);
+    this.postings = Object.create(null); // no inherited keys: a log may say `constructor`
+    data.items.forEach(function (c, i) {
+      var v = this.vector(c.terms);
+      Object.keys(v).forEach(function (t) { (this.postings[t] = this.postings[t] || []).push([i, v[t]]); }, this);
+    }, this);
+  }
+
+  // textindex.terms: words (and their hyphen, underscore and dot parts), CJK unigrams and bigrams
+  KnownCases.prototype.terms = function (text) {
+    var out = [], runs = text.toLowerCase().match(this.runs) || [];
+    runs.forEach(function (run) {
+      if (this.cjk.test(run)) {
+        for (var i = 0; i < run.length; i++) out.push(run[i]);
+        for (var j = 0; j + 1 < run.length; j++) out.push(run.slice(j, j + 2));
+        return;
+      }
+      out.push(stem(run));
+      var parts = run.split(/[-_.]/);
+      if (parts.length > 1) parts.forEach(function (p) { if (p) out.push(stem(p)); });
+    }, this);
+    return out;
+  };
+
+  // cases.case_terms: terms of two characters or more that start with a letter, few digits
+  KnownCases.prototype.count = function (texts) {
+    var count = Object.create(null), keys = [], max = this.maxDigits;
+    texts.forEach(function (text) {
+      this.terms(text).forEach(function (t) {
+        if (t.length < 2 || /^[0-9]/.test(t) || (t.match(/[0-9]/g) || []).length > max) return;
+        if (!has(count, t)) { count[t] = 0; keys.push(t); }
+        count[t] += 1;
+      });
+    }, this);
+    return { count: count, keys: keys };
+  };
+
+  KnownCases.prototype.vector = function (count, keys) {
+    var weights = Object.create(null), order = [], norm = 0;
+    (keys || Object.keys(count)).forEach(function (t) {
+      var w = (1 + Math.log(count[t])) * (has(this.idf, t) ? this.idf[t] : this.rarest);
+      if (w > 0) { weights[t] = w; order.push(t); norm += w * w; }
+    }, this);
+    norm = Math.sqrt(norm) || 1;
+    order.forEach(function (t) { weights[t] /= norm; });
+    return weights;
+  };
+
+  function round4places(value) { return Math.round(value * 1e4) / 1e4; } // Python round(x, 4)
+
+  // cases.KnownCases.votes: the nearest cases' conclusions by summed similarity
+  KnownCases.prototype.votes = function (counted, top, minSimilarity) {
+    var q = this.vector(counted.count, counted.keys), sums = Object.create(null), seen = [];
+    Object.keys(q).forEach(function (t) {
+      (this.postings[t] || []).forEach(function (p) {
+        if (!has(sums, p[0])) { sums[p[0]] = 0; seen.push(p[0]); }
+        sums[p[0]] += q[t] * p[1];
+      });
+    }, this);
+    seen.sort(function (a, b) { return (sums[b] - sums[a]) || (a - b); });
+    var by = Object.create(null), order = [];
+    seen.slice(0, top).forEach(function (i) {
+      var item = this.items[i];
+      if (sums[i] < minSimilarity || !item.conclusions.length) return;
+      var key = item.conclusions[0];
+      if (!by[key]) { by[key] = []; order.push(key); }
+      by[key].push({ similarity: round4places(sums[i]), source: item.source });
+    }, this);
+    var votes = order.map(function (key) {
+      return { conclusion: key, cases: by[key],
+               score: round4places(by[key].reduce(function (a, c) { return a + c.similarity; }, 0)) };
+    });
+    return votes.sort(function (a, b) {
+      return (b.score - a.score) || (a.conclusion < b.conclusion ? -1 : a.conclusion > b.conclusion ? 1 : 0);
+    });
+  };
+
+  // result._with_cases and cases.case_matches: the votes as `similar` matches of conclusions not named
+  Engine.prototype.withCases = function (matches, verdict, lines) {
+    if (!this.cases || verdict === "no-error") return matches;
+    var rules = this.data.ranking.evidence["case"];
+    var texts = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; });
+    var votes = this.cases.votes(this.cases.count(texts), rules.neighbours, rules.min_similarity);
+    var total = votes.reduce(function (a, v) { return a + v.score; }, 0) || 1, named = Object.create(null);
+    matches.forEach(function (m) { named[m.key] = true; });
+    var found = [];
+    votes.forEach(function (vote) {
+      var key = vote.conclusion, parts = key.split(":");
+      if (!this.data.conclusions[key] || named[key]) return;
+      found.push({ key: key, runbook: parts[0], conclusion: parts[1], info: this.data.conclusions[key],
+                   role: "similar", kind: "case", generic: false, score: vote.score, first: null, hits: [],
+                   time: null, lines: [], cases: vote.cases,
+                   confidence: this.ranking.confidence("case", { similarity: vote.cases[0].similarity,
+                                                                  share: vote.score / total }, "similar") });
+    }, this);
+    found = found.slice(0, rules.fill_to);
+    if (verdict === "unknown") return matches.concat(found); // the page has no BM25 matches
+    return matches.concat(found.slice(0, Math.max(0, rules.fill_to - matches.length)));
+  };
+
   // -- the page --
 
   function element(tag, cls, text) {
@@ -1165,7 +1284,7 @@
     if (!text.trim()) { this.say("empty", this.ui.triage_empty); return null; }
     var result = this.engine.triage(text);
     if (result.verdict === "cause" || result.verdict === "knock-on") this.showMatches(result);
-    else if (result.verdict === "unknown") this.showUnknown(result.errorLine);
+    else if (result.verdict === "unknown") this.showUnknown(result.errorLine, result.matches);
     else this.say("no-error", this.ui.triage_no_error);
     if (result.differences.length) this.showDifferences(result.differences);
     if (result.readings.length) this.showReadings(result.readings);
@@ -1270,6 +1389,7 @@
     var item = element("li", "triage-match role-" + match.role);
     item.setAttribute("data-match", match.key);
     item.setAttribute("data-role", match.role);
+    item.setAttribute("data-kind", match.kind || "conclusion");
     item.setAttribute("data-confidence", match.confidence.toFixed(2));
     var head = element("p", "match-head");
     head.appendChild(element("span", "match-rank", String(rank) + "."));
@@ -1289,6 +1409,7 @@
                              ui.triage_confidence + " " + match.confidence.toFixed(2)));
     item.appendChild(meta);
     if (match.reading) item.appendChild(element("p", "match-reading", this.engine.describeReading(match.reading, this.lang)));
+    else if (match.cases) item.appendChild(this.caseList(match.cases));
     else item.appendChild(this.lineList(match.lines));
     var open = element("a", "match-open", ui.triage_open_runbook + " →");
     open.href = this.root + info.url[this.lang];
@@ -1310,7 +1431,24 @@
     return box;
   };
 
-  Page.prototype.showUnknown = function (line) {
+  // The reports a `case` match rests on, nearest first, with their similarity
+  Page.prototype.caseList = function (cases) {
+    var box = element("div", "match-cases");
+    box.appendChild(element("p", "match-cases-title", this.ui.triage_cases));
+    var list = element("ul");
+    cases.forEach(function (c) {
+      var link = element("a", null, c.source), item = element("li");
+      link.href = c.source;
+      link.rel = "noopener";
+      item.appendChild(link);
+      item.appendChild(document.createTextNode(" (" + c.similarity.toFixed(2) + ")"));
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+    return box;
+  };
+
+  Page.prototype.showUnknown = function (line, matches) {
     this.say("unknown", this.ui.triage_unknown);
     var pre = element("pre", "code triage-error-line");
     pre.appendChild(element("span", "line-no", this.ui.triage_line + " " + line.no));
@@ -1319,6 +1457,8 @@
     var search = element("a", "triage-search", this.ui.triage_search_it + " →");
     search.href = this.form.getAttribute("data-search-url") + "?q=" + encodeURIComponent(line.text.slice(0, 200));
     this.status.appendChild(element("p")).appendChild(search);
+    if (matches.length) this.status.appendChild(element("p", "triage-cases-title", this.ui.triage_cases_unknown));
+    matches.forEach(function (match, index) { this.list.appendChild(this.item(match, index + 1)); }, this);
   };
 
   function setUp() {

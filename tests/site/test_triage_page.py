@@ -25,6 +25,7 @@ import pytest
 from runbook.library.kb import load_kb
 from runbook.library.runbooks import load_library
 from runbook.triage.advice import shape_of
+from runbook.triage.cases import case_matches, shipped
 from runbook.triage.lognorm import normalize
 from runbook.triage.ranking import RANKING
 from runbook.triage.readings.series import describe_reading
@@ -39,6 +40,7 @@ from tests.triage.topology_examples import EXAMPLES as TOPOLOGY_EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = sorted((ROOT / "tests" / "data" / "logs").glob("*.log*"))
+CORPUS = ROOT / "tests" / "data" / "triage-corpus"
 
 try:
     from selenium import webdriver
@@ -97,12 +99,17 @@ def page_triage(driver: webdriver.Chrome, site: Path, lang: str, text: str) -> d
     WebDriverWait(driver, WAIT_S).until(
         lambda d: d.find_element(By.ID, "triage-status").get_attribute("data-verdict"))
     status = driver.find_element(By.ID, "triage-status")
-    items = driver.find_elements(By.CSS_SELECTOR, "#triage-results > li")
+    every = driver.find_elements(By.CSS_SELECTOR, "#triage-results > li")
+    items = [li for li in every if li.get_attribute("data-kind") != "case"]
     return {
         "verdict": status.get_attribute("data-verdict"), "status": status.text,
         "matches": [(li.get_attribute("data-match"), li.get_attribute("data-role"),
                      float(li.get_attribute("data-confidence"))) for li in items],
         "items": items,
+        # the known cases' votes (cases.py), in order, with the reports each links to
+        "cases": [(li.get_attribute("data-match"), [a.get_attribute("href") for a in
+                                                    li.find_elements(By.CSS_SELECTOR, ".match-cases a")])
+                  for li in every if li.get_attribute("data-kind") == "case"],
     }
 
 
@@ -130,6 +137,41 @@ def test_page_ranks_like_runbook_triage(browser, site: Path, library_and_kb, pat
     if expected:
         assert shown["matches"][0][0] == f"{result.matches[0].runbook}:{result.matches[0].conclusion}"
     assert shown["matches"] == expected
+
+
+# Corpus logs of every verdict whose answer gets known cases: pasted whole, each finds its own report.
+CASE_LOGS = [CORPUS / name for name in (
+    "colossalai/4343-torchrun-multinode-node2-timeout.log",
+    "sglang/3460-scheduler-init-nccl-system-error.log",
+    "torchtitan/3065-dcp-save-hang.log",
+    "openrlhf/862-ring-attn-32b-16k-actor-died.log",
+    "horovod/1442-stall-inspector-rank6.log",
+    "pytorch/38702-connect-refused-unknown-ip.log")]
+
+
+def python_cases(library_and_kb: tuple[Any, Any], result: TriageResult) -> list[tuple[str, list[str]]]:
+    """The case matches the page shows for a Python triage: those in its answer; for `similar`
+    (the page has no BM25 matches to take turns with) the votes as cases.case_matches makes them."""
+    rules = RANKING["evidence"]["case"]
+    if result.verdict == "similar":
+        votes = shipped().votes(result.terms, rules["neighbours"], rules["min_similarity"])
+        chosen = case_matches(library_and_kb[0], votes)[: rules["fill_to"]]
+    else:
+        chosen = [m for m in result.matches if m.kind == "case"]
+    return [(f"{m.runbook}:{m.conclusion}", [case.source for _, case in m.cases]) for m in chosen]
+
+
+def test_page_compares_with_known_cases_like_runbook_triage(browser, site: Path, library_and_kb) -> None:
+    verdicts = Counter()
+    for path in CASE_LOGS:
+        result = python_triage(library_and_kb, path)
+        expected = python_cases(library_and_kb, result)
+        shown = page_triage(browser, site, "en", log_text(path))
+        assert shown["cases"] == expected, path.name
+        verdicts[result.verdict] += bool(expected)
+    assert verdicts["similar"] and (verdicts["cause"] or verdicts["knock-on"]), verdicts
+    zh = page_triage(browser, site, "zh", log_text(CASE_LOGS[0]))
+    assert zh["cases"] and "已诊断的公开报告" in browser.find_element(By.ID, "triage-results").text
 
 
 def test_the_page_ranks_by_the_exported_ranking(exported) -> None:
@@ -305,7 +347,7 @@ def python_advice(result: TriageResult) -> tuple[str | None, list[str]]:
     return result.advice.shape, [c["id"] for c in result.advice.collect()]
 
 
-CORPUS_LOGS = sorted((ROOT / "tests" / "data" / "triage-corpus").glob("*/*.log"))
+CORPUS_LOGS = sorted(CORPUS.glob("*/*.log"))
 
 
 def test_page_advises_like_runbook_triage(browser, site: Path, library_and_kb) -> None:

@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_RUNS = re.compile(rf"[{_CJK}]+|[a-z0-9]+(?:[-_.][a-z0-9]+)*")
-_CJK_RUN = re.compile(rf"[{_CJK}]")
+CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # a character class's ranges (the triage page's too)
+_RUNS = re.compile(rf"[{CJK}]+|[a-z0-9]+(?:[-_.][a-z0-9]+)*")
+_CJK_RUN = re.compile(rf"[{CJK}]")
 UNIGRAM_QUERY_WEIGHT = 0.2  # a single character of a longer Chinese query
 K1 = 1.2
 B = 0.75

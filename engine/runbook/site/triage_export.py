@@ -23,9 +23,11 @@ from typing import Any
 from runbook.checks.facts import _text, cuda_oom, stackframes, state_dict
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
+from runbook.library import textindex
 from runbook.site import pages as P
 from runbook.triage import errorlines, lognorm, sources
 from runbook.triage.advice_rules import ADVICE
+from runbook.triage.cases import MAX_DIGITS, shipped
 from runbook.triage.ranking import RANKING
 from runbook.triage.readings import logends, series, spread, stacks, topology
 from runbook.triage.scan import TEXT_MAX, TIME_LOOKBACK
@@ -92,7 +94,20 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
         "state_dict": _state_dict(),  # checks/facts/state_dict: the keys the ranking's `refine` reads
         "signatures": signatures,
         "conclusions": conclusions,
+        "cases": _cases(by_id, conclusions),
     }
+
+
+def _cases(by_id: dict[str, Runbook], conclusions: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """triage/cases.py's known cases (source, wanted conclusion, terms) and the rules of its
+    tokeniser; each case's conclusion joins the exported ones."""
+    items = []
+    for case, count in shipped().indexed():
+        rid, _, cid = case.conclusions[0].partition(":")
+        if rid in by_id and cid in by_id[rid].conclusions:
+            conclusions.setdefault(case.conclusions[0], _conclusion(by_id[rid], cid))
+        items.append({"source": case.source, "conclusions": list(case.conclusions), "terms": dict(count)})
+    return {"items": items, "cjk": textindex.CJK, "max_digits": MAX_DIGITS}
 
 
 def _linked_conclusions() -> list[str]:

@@ -30,6 +30,7 @@ from runbook.triage.verdict import MAX_TAXONOMY, SIMILAR, Match, confidence
 
 SCHEMA = "runbook-known-cases/v1"
 CASES_FILE = Path(__file__).resolve().parents[1] / "data" / "known_cases.json"
+MAX_DIGITS = 4  # in a term compared: `h100`, `cuda12` are words, `a3f29c81d` an address
 
 
 def case_terms(lines: Iterable[str]) -> Counter[str]:
@@ -40,7 +41,7 @@ def case_terms(lines: Iterable[str]) -> Counter[str]:
 
 
 def _wordlike(term: str) -> bool:
-    return not term[0].isdigit() and sum(ch.isdigit() for ch in term) <= 4
+    return not term[0].isdigit() and sum(ch.isdigit() for ch in term) <= MAX_DIGITS
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,10 @@ class KnownCases:
         items = data["cases"]
         return cls([Case(c["source"], tuple(c["conclusions"]), c["entry"]) for c in items],
                    [Counter(c["terms"]) for c in items])
+
+    def indexed(self) -> list[tuple[Case, Counter[str]]]:
+        """Each case with the terms it was indexed by."""
+        return list(zip(self.cases, self._counts, strict=True))
 
     def without(self, source: str) -> KnownCases:
         """The same cases less those of `source` (how a benchmark judges a case's own log)."""

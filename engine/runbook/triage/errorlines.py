@@ -65,10 +65,6 @@ class ErrorLines:
     def any(self) -> bool:
         return bool(self.exceptions or self.errors or self.tracebacks)
 
-    def texts(self) -> list[str]:
-        """The text of every line kept, exceptions first."""
-        return [hit.text for kind in (self.exceptions, self.errors, self.tracebacks) for hit in kind]
-
     def query_line(self) -> Any:
         """The line to compare: the last exception line, else the last error line, else the
         last traceback line (its first line or a frame)."""

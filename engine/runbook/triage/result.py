@@ -163,7 +163,7 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     if verdict == "no-error":
         index = index or SimilarityIndex(library, _articles(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
-    count = case_terms([*scanner.tail, *scanner.errors.texts()])
+    count = case_terms(scanner.tail)  # the last lines as normalised, as the page reads them too
     if verdict != "no-error":
         matches = _with_cases(library, matches, verdict, shipped() if cases is None else cases, count)
     return TriageResult(sources, scanner.total_lines, matches, verdict, notes, advice, differences, readings,
