@@ -5,7 +5,9 @@
 The corpus (tests/data/triage-corpus/, see its README) holds log excerpts copied verbatim
 from public issue trackers, each labelled with the taxonomy ids a person would accept and
 the conclusion they would want. It is split by a hash of the source URL into `dev` (about
-70%, which signatures may be written against) and `holdout` (never looked at while tuning).
+70%, which signatures may be written against, and triage's known cases are made of) and
+`holdout` (never looked at while tuning). Each log is triaged with every known case but its
+own report's (triage/cases.py `KnownCases.without`): no log is answered by finding itself.
 
 It prints, per split:
 - top-1 / top-3: the first / any of the first three matches carries an accepted taxonomy id

@@ -61,6 +61,8 @@ def test_the_wheel_holds_the_library_the_articles_and_the_theme(installed: Path)
     assert not list(installed.rglob("__pycache__"))
     # data a check reads on the node ships beside it (the probe bundle is built from the package)
     assert (installed / "runbook" / "checks" / "distributed" / "known_regressions.json").is_file()
+    # and so do triage's known cases (triage/cases.py)
+    assert (installed / "runbook" / "data" / "known_cases.json").is_file()
 
 
 def test_an_installed_runbook_finds_its_library_outside_any_clone(installed: Path, tmp_path: Path) -> None:
@@ -75,6 +77,9 @@ def test_an_installed_runbook_finds_its_library_outside_any_clone(installed: Pat
     assert linted.returncode == 0, linted.stdout + linted.stderr
     searched = runbook(installed, tmp_path, "search", "显存不足")
     assert searched.returncode == 0 and "cuda-oom" in searched.stdout
+    cases = runbook(installed, tmp_path, "-c",
+                    "from runbook.triage.cases import shipped; print(len(shipped().cases))")
+    assert int(cases.stdout) >= 200, cases.stderr
 
 
 def test_an_installed_runbook_builds_the_site_from_its_own_theme(installed: Path, tmp_path: Path) -> None:
