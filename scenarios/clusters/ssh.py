@@ -183,11 +183,12 @@ def find_python_dir() -> str:
     raise ClusterError("no python3 >= 3.10 found on this machine")
 
 
-def _keygen(path: Path, comment: str) -> str:
-    """Generate an ed25519 key pair at `path` (replacing one there); return the public line."""
+def _keygen(path: Path, comment: str, kind: str = "ed25519") -> str:
+    """Generate a key pair of `kind` at `path` (replacing one there); return the public line."""
     for p in (path, path.with_name(path.name + ".pub")):
         p.unlink(missing_ok=True)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+    size = ["-b", "256"] if kind == "ecdsa" else []
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, *size, "-N", "", "-C", comment, "-f", str(path)],
                    check=True, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     path.chmod(0o600)
     return path.with_name(path.name + ".pub").read_text().strip()
@@ -350,20 +351,25 @@ class Cluster(DaemonGroup):
         elif self._verify_mode == "one":
             self._verify([h for h in self.hosts if not h.wrong_host_key][:1])
 
-    def _prepare_host(self, host: Host, pydir: str) -> str:
-        """Write the host's files; return the public host key line for known_hosts."""
+    def _prepare_host(self, host: Host, pydir: str) -> list[str]:
+        """Write the host's files; return its public host keys for known_hosts, as `ssh-keyscan`
+        gives them: an ed25519 and an ECDSA P-256 key, as a stock sshd has (or, for a host
+        with wrong_host_key, other keys of the same types)."""
         host.base.mkdir(parents=True, exist_ok=True)
         host.home.mkdir(exist_ok=True)
         key = host.base / "ssh_host_ed25519_key"
-        pub = _keygen(key, f"root@{host.name}")
+        ecdsa = host.base / "ssh_host_ecdsa_key"
+        pubs = [_keygen(key, f"root@{host.name}"), _keygen(ecdsa, f"root@{host.name}", "ecdsa")]
         if host.wrong_host_key:
-            pub = _keygen(host.base / "wrong_host_ed25519_key", f"not-{host.name}")
+            pubs = [_keygen(host.base / "wrong_host_ed25519_key", f"not-{host.name}"),
+                    _keygen(host.base / "wrong_host_ecdsa_key", f"not-{host.name}", "ecdsa")]
         path = str(self.base / NO_PYTHON_BIN) if host.python_missing else f"{pydir}:{SYSTEM_PATH}"
         (host.base / "PATH").write_text(path + "\n")
         host.sshd_config.write_text("\n".join([
             f"# fake cluster host {host.name}",
             f"ListenAddress {host.address}:{host.port}",
             f"HostKey {key}",
+            f"HostKey {ecdsa}",
             f"PidFile {host.base / 'sshd.pid'}",
             f"AuthorizedKeysFile {self.authorized_keys}",
             "PermitRootLogin prohibit-password",
@@ -392,9 +398,9 @@ class Cluster(DaemonGroup):
             lines.append(":".join(parts))
         (host.base / "passwd").write_text("\n".join(lines) + "\n")
         (host.base / "passwd").chmod(0o644)
-        return " ".join(pub.split()[:2])
+        return [" ".join(pub.split()[:2]) for pub in pubs]
 
-    def _write_client_files(self, host_keys: list[str]) -> None:
+    def _write_client_files(self, host_keys: list[list[str]]) -> None:
         blocks = []
         for host in self.hosts:
             blocks.append(
@@ -421,7 +427,7 @@ class Cluster(DaemonGroup):
         # OpenSSH looks up [HostName]:Port; the alias is there too for clients that use it.
         self.known_hosts.write_text("".join(
             f"[{h.address}]:{h.port},[{h.name}]:{h.port} {key}\n"
-            for h, key in zip(self.hosts, host_keys)))
+            for h, keys in zip(self.hosts, host_keys, strict=True) for key in keys))
         self.known_hosts.chmod(0o600)
 
     def _launch(self, host: Host) -> None:

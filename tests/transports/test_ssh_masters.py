@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -220,3 +221,45 @@ def test_a_node_that_refuses_one_more_session_gets_a_connection_of_the_runs_own(
         assert busy.poll() is None
     finally:
         busy.kill()
+
+
+def _spoil(cl: Any, kind: str, tmp: Path) -> None:
+    """Replace the known key of `kind` ("ed25519" or "ecdsa") of every host by a stranger's."""
+    other = tmp / f"other_{kind}"
+    size = ["-b", "256"] if kind == "ecdsa" else []
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, *size, "-N", "", "-f", str(other)],
+                   check=True, capture_output=True, timeout=30)
+    stranger = " ".join(other.with_name(other.name + ".pub").read_text().split()[:2])
+    key_type = stranger.split()[0]
+    lines = [f"{line.split()[0]} {stranger}" if line.split()[1] == key_type else line
+             for line in cl.known_hosts.read_text().splitlines()]
+    cl.known_hosts.write_text("\n".join(lines) + "\n")
+
+
+def test_a_new_connection_checks_the_hosts_ecdsa_key_where_known_hosts_has_it(ssh_home, tmp_path) -> None:
+    """The host's ECDSA P-256 key, cheaper for the client to check than ed25519 (_known_hosts.py),
+    is the one checked where known_hosts holds both: a wrong ed25519 line is not even read."""
+    cl = ssh_home(1)
+    _spoil(cl, "ed25519", tmp_path)
+    assert one_run().status == "ok"
+
+
+def test_where_the_lookup_is_wrong_ssh_chooses_as_it_would_alone(ssh_home, control, tmp_path) -> None:
+    """A wrong guess costs one handshake: the master is made again with ssh's own choice, which
+    checks the ed25519 key; with neither key right, ssh's own reason."""
+    cl = ssh_home(1)
+    _spoil(cl, "ecdsa", tmp_path)  # known_hosts has an ECDSA key, but not this host's
+    assert one_run().status == "ok"
+    masters.stop(the_master(control))
+    _spoil(cl, "ed25519", tmp_path)
+    refused = one_run()
+    assert refused.status == "unreachable" and "changed: it does not match known_hosts" in refused.error
+
+
+def test_the_users_host_key_algorithms_stand(ssh_home, tmp_path) -> None:
+    cl = ssh_home(1)
+    _spoil(cl, "ed25519", tmp_path)
+    with cl.ssh_config.open("a") as config:
+        config.write("\nHost *\n    HostKeyAlgorithms ssh-ed25519\n")
+    refused = one_run()  # ssh-ed25519 as the user asks, its wrong line read, refused
+    assert refused.status == "unreachable" and "changed: it does not match known_hosts" in refused.error

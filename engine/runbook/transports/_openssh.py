@@ -88,18 +88,33 @@ def write_config(home: str) -> str:
     raise OSError(f"cannot write an ssh config under {cache} or {tempfile.gettempdir()}")
 
 
-def resolve(config: str, host: str, port: int | None, user: str | None) -> tuple[str, int, str]:
-    """(HostName, Port, User) as ssh sees them for a node (`ssh -G`), for the reasons."""
+def effective(config: str, host: str, port: int | None = None, user: str | None = None) -> str:
+    """`ssh -G`'s output for a node: every option as ssh would use it ("" when it fails)."""
     argv = ["ssh", "-F", config, "-G", *(["-p", str(port)] if port else []),
             *(["-l", user] if user else []), "--", host]
-    found = {"hostname": host, "port": str(port or 22), "user": user or _passwd_user()}
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
-                             stdin=subprocess.DEVNULL).stdout
-        for line in out.splitlines():
-            key, _, value = line.partition(" ")
-            if key in found and value:
-                found[key] = value.strip()
+        return subprocess.run(argv, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL).stdout
+    return ""
+
+
+def option(output: str, key: str) -> str | None:
+    """One option's value in `ssh -G`'s output."""
+    for line in output.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return value.strip()
+    return None
+
+
+def resolve(config: str, host: str, port: int | None, user: str | None) -> tuple[str, int, str]:
+    """(HostName, Port, User) as ssh sees them for a node (`ssh -G`), for the reasons."""
+    found = {"hostname": host, "port": str(port or 22), "user": user or _passwd_user()}
+    out = effective(config, host, port, user)
+    for key in found:
+        value = option(out, key)
+        if value:
+            found[key] = value
     try:
         number = int(found["port"])
     except ValueError:
