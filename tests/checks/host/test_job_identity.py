@@ -83,8 +83,9 @@ def test_a_log_nobody_holds_means_the_job_exited_and_torch_is_never_taken_for_it
                                                                                   make_ctx) -> None:
     log = tmp_path / "train.log"
     log.write_text("step 1\ntorch.OutOfMemoryError: CUDA out of memory.\n")
-    notebook = procs([sys.executable, "-c", TORCH_SLEEP], stdout=subprocess.DEVNULL)
-    time.sleep(3)
+    printed = tmp_path / "notebook.out"
+    with printed.open("wb") as out:  # ready once torch is imported (a fixed sleep was too short under load)
+        notebook = procs([sys.executable, "-c", TORCH_SLEEP], ready=printed, stdout=out)
     result = process.run({"log": str(log)}, make_ctx(10.0))
     assert result["found"] is False and result["pid"] is None
     assert result["job_exited"] is True
