@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from pathlib import Path
 
 from runbook.transports import _known_hosts as kh
 
 EC = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEXAMPLE="
 ED = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXAMPLE"
+
+
+def hashed_name(host: str, salt: bytes, port: int = 22) -> str:
+    """A hashed known_hosts name for `host`, as `ssh-keygen -H` writes it."""
+    name = host if port == 22 else f"[{host}]:{port}"
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
 
 
 def known(tmp_path: Path, *lines: str) -> kh.KnownHosts:
@@ -29,23 +39,25 @@ def test_plain_names_ports_and_other_types(tmp_path: Path) -> None:
 
 
 def test_hashed_names_as_ssh_keygen_writes_them(tmp_path: Path) -> None:
-    hosts = known(tmp_path, f"{kh.hashed_name('gpu01', b'0123456789abcdefghij')} {EC}",
-                  f"{kh.hashed_name('gpu02', b'another salt 20bytes', 2222)} {EC}",
-                  f"{kh.hashed_name('gpu03', b'a third salt 20bytes')} {ED}", "|1|not base64|!! " + EC)
+    hosts = known(tmp_path, f"{hashed_name('gpu01', b'0123456789abcdefghij')} {EC}",
+                  f"{hashed_name('gpu02', b'another salt 20bytes', 2222)} {EC}",
+                  f"{hashed_name('gpu03', b'a third salt 20bytes')} {ED}", "|1|not base64|!! " + EC)
     assert hosts.prefers("gpu01") and hosts.prefers("gpu02", 2222)
     assert not hosts.prefers("gpu02") and not hosts.prefers("gpu03") and not hosts.prefers("gpu04")
 
 
 def test_patterns_and_negations(tmp_path: Path) -> None:
-    hosts = known(tmp_path, f"gpu*,!gpu13 {EC}", f"node?? {EC}")
+    hosts = known(tmp_path, f"gpu*,!gpu13 {EC}", f"node?? {EC}", f"[rack?-*]:2222 {EC}")
     assert hosts.prefers("gpu01") and hosts.prefers("gpu-a") and not hosts.prefers("gpu13")
     assert hosts.prefers("node07") and not hosts.prefers("node7")
+    # brackets are literal, as in ssh (fnmatch would read `[rack?-*]` as a character class)
+    assert hosts.prefers("rack1-gpu01", 2222) and not hosts.prefers("r", 2222)
 
 
 def test_certificates_revocations_and_huge_hashed_files_are_left_to_ssh(tmp_path: Path) -> None:
     assert not known(tmp_path, f"gpu01 {EC}", f"@cert-authority *.example.org {EC}").prefers("gpu01")
     assert not known(tmp_path, f"gpu01 {EC}", f"@revoked gpu09 {ED}").prefers("gpu01")
-    many = [f"{kh.hashed_name(f'h{i}', i.to_bytes(20, 'big'))} {EC}" for i in range(kh.MAX_HASHED + 1)]
+    many = [f"{hashed_name(f'h{i}', i.to_bytes(20, 'big'))} {EC}" for i in range(kh.MAX_HASHED + 1)]
     assert not known(tmp_path, f"gpu01 {EC}", *many).prefers("gpu01")
 
 

@@ -25,10 +25,9 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import fnmatch
-import hashlib
 import hmac
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -104,11 +103,17 @@ def _matches(patterns: list[str], name: str) -> bool:
     found = False
     for pattern in patterns:
         negated = pattern.startswith("!")
-        if fnmatch.fnmatchcase(name, pattern[1:] if negated else pattern):
+        if _glob(pattern[1:] if negated else pattern).fullmatch(name):
             if negated:
                 return False
             found = True
     return found
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """ssh's wildcards, `*` and `?` only: `[host]:2222` is literal brackets, not a character class
+    as fnmatch would read it."""
+    return re.compile(".*".join(".".join(map(re.escape, part.split("?"))) for part in pattern.split("*")))
 
 
 def load(config: str, host: str, port: int | None, user: str | None) -> KnownHosts:
@@ -138,10 +143,3 @@ def files_from_ssh_g(output: str) -> list[Path] | None:
     system = (openssh.option(output, "globalknownhostsfile") or "").split()
     named = [Path(os.path.expanduser(p)) for p in user + system if p != "none"]
     return named or None
-
-
-def hashed_name(host: str, salt: bytes, port: int = 22) -> str:
-    """A hashed known_hosts name for `host` (tests write files as `ssh-keygen -H` does)."""
-    name = host if port == 22 else f"[{host}]:{port}"
-    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
-    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"

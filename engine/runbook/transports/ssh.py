@@ -336,12 +336,10 @@ class SshTransport:
         """Whether known_hosts holds the node's ECDSA P-256 key, for ssh to check it first."""
         if openssh.ssh_version() < (8, 2):  # `^` in HostKeyAlgorithms
             return False
-        port = int(node.vars["port"]) if node.vars.get("port") else None
-        host = str(node.vars.get("host") or node.name)
+        host, port, user = _target(node)
         config = self._config_file()
         with self._known_lock:  # the same files for every node: ask ssh once a run
             if self._known is None:
-                user = str(node.vars["user"]) if node.vars.get("user") else None
                 self._known = known_hosts.load(config, host, port, user)
         return self._known.prefers(host, port)
 
@@ -401,9 +399,7 @@ class SshTransport:
                                      self._python(node), lambda: self._where(node)))
 
     def _where(self, node: Node) -> tuple[str, int, str]:
-        port = int(node.vars["port"]) if node.vars.get("port") else None
-        user = str(node.vars["user"]) if node.vars.get("user") else None
-        return openssh.resolve(self._config_file(), str(node.vars.get("host") or node.name), port, user)
+        return openssh.resolve(self._config_file(), *_target(node))
 
     def _python(self, node: Node) -> str:
         return str(node.vars.get("python") or self.python or "python3")
@@ -476,6 +472,13 @@ def _expect(session: Session, deadline: float, wanted: Any) -> bytes | None:
         if wanted(line.strip()):
             return line.strip()
     return None
+
+
+def _target(node: Node) -> tuple[str, int | None, str | None]:
+    """The host, port and user the inventory gives a node (None: as ssh's config says)."""
+    port = int(node.vars["port"]) if node.vars.get("port") else None
+    user = str(node.vars["user"]) if node.vars.get("user") else None
+    return str(node.vars.get("host") or node.name), port, user
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], deadline: float, cancel_fd: int) -> int | None:
