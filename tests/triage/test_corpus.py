@@ -3,8 +3,6 @@ that exist, the split stable, and triage answering every log without a traceback
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,16 +15,12 @@ from runbook.library.kb import load_kb
 from runbook.library.runbooks import load_library
 from runbook.triage.result import triage_sources
 from runbook.triage.sources import Source
+from tests.triage.corpus import triage_corpus as bench
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "triage-corpus"
 KEYS = {"source", "project", "language", "kind", "taxonomy", "runbook", "conclusion", "note"}
 OPTIONAL_KEYS = {"also_accepted", "no_conclusion_because"}
-_spec = importlib.util.spec_from_file_location("triage_corpus", ROOT / "bench" / "triage_corpus.py")
-assert _spec and _spec.loader
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["triage_corpus"] = bench  # its dataclasses look their module up
-_spec.loader.exec_module(bench)
 ENTRIES = bench.load_corpus()
 
 

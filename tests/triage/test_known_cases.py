@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,14 +13,10 @@ from runbook.library.runbooks import load_library
 from runbook.triage.cases import CASES_FILE, Case, KnownCases, case_terms, shipped
 from runbook.triage.result import triage_sources, triage_text
 from runbook.triage.sources import Source
+from tests.triage.corpus import triage_corpus as corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = load_library([ROOT / "runbooks"])
-_spec = importlib.util.spec_from_file_location("triage_corpus", ROOT / "bench" / "triage_corpus.py")
-assert _spec and _spec.loader
-corpus = importlib.util.module_from_spec(_spec)
-sys.modules["triage_corpus"] = corpus
-_spec.loader.exec_module(corpus)
 
 
 def _cases(*items: tuple[str, str, str]) -> KnownCases:
@@ -123,4 +117,3 @@ def test_a_case_whose_conclusion_is_gone_is_skipped() -> None:
     gone = _cases(("https://example.org/9", "nccl-errors:renamed-away", "frobnicator gave up tries"))
     result = triage_text(LIBRARY, None, UNKNOWN, "paste", cases=gone)
     assert not [m for m in result.matches if m.kind == "case"]
-    assert Counter(m.kind for m in result.matches)["case"] == 0
