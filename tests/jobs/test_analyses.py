@@ -50,6 +50,20 @@ def test_stack_groups_calls_a_two_against_two_split_a_tie() -> None:
     assert job["verdict"] == "tie" and job["finding"]["en"].startswith("a tie, no majority to trust")
 
 
+def test_stack_groups_reads_a_polling_loop_sampled_on_two_lines_as_one_place() -> None:
+    """Ranks polling `while not work.is_completed(): time.sleep()` are caught on either line;
+    a rank blocked in a call on another line of the same function is still out of step."""
+    polling = {f"n{r}": _stack(r, r, "idle" if r % 2 else "running", None,
+                               f"/job/train.py:{37 + r % 2} wait_for") for r in range(4)}
+    job = jobs.run_analysis("stack-groups", polling)
+    assert job["verdict"] == "in-step" and job["ranks"] == [0, 1, 2, 3]
+    elsewhere = {**polling, "n3": _stack(3, 3, "running", None, "/job/other.py:37 wait_for")}
+    assert jobs.run_analysis("stack-groups", elsewhere)["ranks"] == [3]
+    blocked = {f"n{r}": _stack(r, r, "collective", "all_reduce", "/job/train.py:41 step") for r in range(3)}
+    blocked["n3"] = _stack(3, 3, "collective", "all_reduce", "/job/train.py:52 step")
+    assert jobs.run_analysis("stack-groups", blocked)["ranks"] == [3]
+
+
 def test_one_rank_in_the_rendezvous_is_said_from_its_node_alone() -> None:
     stack = _stack(0, 4242, "running", None, "/job/train.py:12 main")
     stack["ranks"]["0"].update(world_size=2, master="10.0.0.1:29500")

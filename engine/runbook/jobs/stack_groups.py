@@ -54,8 +54,7 @@ def _ranks(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
             out.append({"rank": _int(rank), "node": node, "pid": entry.get("pid"), "wait": entry.get("wait"),
                         "op": entry.get("op"), "frame": frame, "frames": _frames(result, entry.get("pid")),
                         "world_size": entry.get("world_size"), "master": entry.get("master"),
-                        # running and idle differ only in the instant py-spy sampled: one group
-                        "key": (_kind(entry.get("wait")), entry.get("op"), _where(frame))})
+                        "key": _group_key(entry.get("wait"), entry.get("op"), frame)})
     return out
 
 
@@ -183,6 +182,17 @@ def _split(frame: Any) -> tuple[str | None, str | None]:
         return None, None
     place, _, func = str(frame).partition(" ")
     return (func or None), place.rsplit("/", 1)[-1]
+
+
+def _group_key(wait: Any, op: Any, frame: Any) -> tuple[Any, ...]:
+    """Ranks that wait the same way share a key. A rank blocked in a call waits at its line; a
+    running or idle rank is wherever py-spy's sample caught it (a polling loop's `while` or its
+    `sleep`), so running and idle are one kind, and the line inside the function is left out."""
+    kind = _kind(wait)
+    if kind != "running":
+        return kind, op, _where(frame)
+    func, place = _split(frame)
+    return kind, op, func, (place or "").rpartition(":")[0] or place
 
 
 def _where(frame: Any) -> str | None:
