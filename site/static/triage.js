@@ -301,7 +301,8 @@
 
   // errorlines.ErrorLines.see: "exception", "error", "traceback" (its first line or a frame), or null
   Engine.prototype.errorKind = function (text) {
-    var lowered = text.toLowerCase();
+    // scan.py tests the keywords on the line with its digits masked (`", line 0` finds a frame)
+    var lowered = text.toLowerCase().replace(/[0-9]/g, "0");
     if (!this.errors.keywords.some(function (k) { return lowered.indexOf(k) >= 0; })) return null;
     if (this.errors.notError.test(text)) return null;
     if (this.errors.exception.test(text)) return "exception";

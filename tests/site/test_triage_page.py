@@ -332,6 +332,17 @@ def test_no_error_and_unknown_error(browser, site: Path) -> None:
     assert parse_qs(urlparse(search).query)["q"] == ["FrobnicatorError: the frobnicator refused the widget"]
 
 
+def test_a_traceback_cut_before_its_exception_is_an_error_like_runbook_triage(browser, site: Path,
+                                                                             library_and_kb) -> None:
+    """Frames alone (`File "...", line 1505, in f`) are an error whose exception was cut off, as
+    `runbook triage` reads them: not a log that just stops (its knock-on `log-stalled`)."""
+    path = CORPUS / "deepspeed" / "113-baichuan2-zero3-init-oom.log"
+    result = python_triage(library_and_kb, path)
+    shown = page_triage(browser, site, "en", log_text(path))
+    assert result.verdict == "similar" and shown["verdict"] == "unknown", shown["status"]
+    assert "_configure_zero_optimizer" in shown["status"]
+
+
 def page_advice(driver: webdriver.Chrome) -> tuple[str | None, list[str]]:
     """The shape the page gave the excerpt and the ids of what it says to collect."""
     boxes = driver.find_elements(By.CSS_SELECTOR, "#triage-status .triage-advice")
@@ -350,17 +361,42 @@ def python_advice(result: TriageResult) -> tuple[str | None, list[str]]:
 CORPUS_LOGS = sorted(CORPUS.glob("*/*.log"))
 
 
-def test_page_advises_like_runbook_triage(browser, site: Path, library_and_kb) -> None:
-    """Wherever the page and the CLI give the same verdict without a cause, they say the same
-    about what the excerpt lacks and what to collect."""
+@pytest.fixture(scope="module")
+def corpus_results(library_and_kb) -> dict[Path, TriageResult]:
+    """`runbook triage` of every corpus log, once for the tests that compare the page with it."""
+    return {path: python_triage(library_and_kb, path) for path in CORPUS_LOGS}
+
+
+def test_page_gives_every_corpus_log_the_verdict_and_matches_of_runbook_triage(
+        browser, site: Path, corpus_results) -> None:
+    """The page's engine on each real-world log (without the page around it, for speed): the
+    same verdict and the same known matches, in order, with the same confidence."""
+    open_page(browser, site, "en")
+    texts = [log_text(path) for path in corpus_results]
+    answers = browser.execute_script(
+        "return arguments[0].map(function (text) { var r = window.runbookTriage.engine.triage(text);"
+        " return [r.verdict, r.matches.filter(function (m) {"
+        " return m.role === 'cause' || m.role === 'knock-on'; })"
+        " .map(function (m) { return [m.key, m.role, m.confidence.toFixed(2)]; })]; });", texts)
+    differ = []
+    for (path, result), (verdict, known) in zip(corpus_results.items(), answers, strict=True):
+        expected = python_answer(result)
+        if (verdict, [(k, role, float(c)) for k, role, c in known]) != \
+                (expected[0], [(k, role, round(c, 2)) for k, role, c in expected[1]]):
+            differ.append(f"{path.parent.name}/{path.name}: page {verdict} {known[:2]}, CLI {expected[0]} "
+                          f"{expected[1][:2]}")
+    assert not differ, "\n".join(differ)
+
+
+def test_page_advises_like_runbook_triage(browser, site: Path, corpus_results) -> None:
+    """Wherever the CLI gives no cause, the page says the same about what the excerpt lacks and
+    what to collect."""
     compared = Counter()
-    for path in CORPUS_LOGS:
-        result = python_triage(library_and_kb, path)
+    for path, result in corpus_results.items():
         if result.verdict not in ("no-error", "similar"):
             continue
         shown = page_triage(browser, site, "en", log_text(path))
-        if shown["verdict"] != PAGE_VERDICT[result.verdict]:
-            continue  # the page finds error lines a little differently; the verdict test covers it
+        assert shown["verdict"] == PAGE_VERDICT[result.verdict], path.name
         assert page_advice(browser) == python_advice(result), path.name
         compared[result.advice.shape] += 1
     assert sum(compared.values()) >= 30 and len(compared) >= 3, compared
