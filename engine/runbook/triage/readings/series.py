@@ -37,7 +37,7 @@ _STEP_TIME = r"\b(?:[Ss]tep|[Ii]ter(?:ation)?|[Bb]atch)[ _-]?[Tt]ime"
 # that matches a line gives its value.
 METRICS: list[dict[str, Any]] = [
     {"metric": "loss", "needle": "loss",
-     "pattern": r"(?:^|[^A-Za-z0-9_/])(?:lm |train[/_ ])?(?:loss|Loss|LOSS)(?:_step|_epoch)?['\"]?"
+     "pattern": r"(?:^|[^A-Za-z0-9_/])(?:lm[ _]|train[/_ ])?(?:loss|Loss|LOSS)(?:_step|_epoch)?['\"]?"
                 r"(?:\s*[:=]\s*|\s+)\[?" + _VALUE},
     {"metric": "grad_norm", "needle": "norm",
      "pattern": r"(?:[Gg]rad(?:ient)?[_ ]?[Nn]orm|GRAD[_ ]?NORM)['\"]?(?:\s*[:=]\s*|\s+)" + _VALUE},
@@ -70,6 +70,11 @@ METRICS: list[dict[str, Any]] = [
     {"metric": "loss_scale", "needle": "reducing to", "pattern": r"reducing to\s*" + _RATE},
     {"metric": "loss_scale", "needle": "scale",
      "pattern": r"[Ll]oss[ _][Ss]cale(?: to)?['\"]?(?:\s*[:=]\s*|\s+)" + _RATE},
+    # vLLM's scheduler stats: `Running: 0 reqs, Swapped: 0 reqs, Pending: 1 reqs, GPU KV cache usage:
+    # 0.0%` (V0; V1 says `Waiting:`)
+    {"metric": "kv_usage", "needle": "kv cache usage", "pattern": r"GPU KV cache usage:\s*" + _RATE + "%"},
+    {"metric": "running", "needle": "reqs", "pattern": r"\bRunning:\s*" + _COUNT + r" reqs"},
+    {"metric": "waiting", "needle": "reqs", "pattern": r"\b(?:Pending|Waiting):\s*" + _COUNT + r" reqs"},
     # a process's resident memory, in GiB: `RSS MEM USE: 46.51G`, `RSS: 54.73GB`, `cpu_mem=12 GiB`
     {"metric": "host_rss", "needle": "rss", "units": True,
      "pattern": r"\b(?:RSS(?: MEM USE)?|rss|host_mem|cpu_mem)\s*[:=]\s*" + _RATE + r"\s*([KMGT])(?:i?B)?\b"},
@@ -105,18 +110,30 @@ RULES: dict[str, float] = {
     # and at least this many GiB more
     "rss_ratio": 1.5,
     "rss_growth_gib": 2.0,
+    # the loss jumps: one value at least this many times the one before (from at least jump_from)
+    # and none after it back under half the jump: a broken update, not noise
+    "jump_ratio": 3.0,
+    "jump_from": 0.5,
+    # the learning rate is 0 for at least this many values, then one other value to the end
+    "lr_zero_run": 2,
+    # vLLM: the GPU KV cache was this full, and the last stats lines show requests waiting with
+    # none running: a request that does not fit in the cache waits forever
+    "kv_full_pct": 99.0,
+    "kv_stuck_lines": 3,
 }
 CONCLUSIONS = {
     "loss-nonfinite": "nan-loss:loss-diverged", "loss-nonfinite-from-start": "nan-loss:loss-diverged",
-    "loss-climbs": "nan-loss:loss-diverged",
+    "loss-climbs": "nan-loss:loss-diverged", "loss-jumps": "nan-loss:loss-diverged",
     "lr-zero": "nan-loss:lr-not-scheduled", "lr-constant": "nan-loss:lr-not-scheduled",
+    "lr-zero-then-constant": "nan-loss:lr-not-scheduled", "kv-cache-stuck": "cuda-oom:kv-cache-too-small",
     "step-spikes": "slow-training:input-bound", "slow-rank": "slow-training:straggler-node",
     "loss-scale-collapses": "nan-loss:fp16-overflow", "host-memory-grows": "memory-growth:host-memory-growth",
     "loss-steady": "training-hang:healthy",
 }
 HEALTHY = ("loss-steady",)  # readings that say the numbers look well, said only when nothing else is
-ORDER = ["loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs", "loss-scale-collapses", "lr-zero",
-         "lr-constant", "host-memory-grows", "step-spikes", "slow-rank", "loss-steady"]
+ORDER = ["loss-nonfinite", "loss-nonfinite-from-start", "loss-jumps", "loss-climbs", "loss-scale-collapses",
+         "lr-zero", "lr-zero-then-constant", "lr-constant", "kv-cache-stuck", "host-memory-grows", "step-spikes",
+         "slow-rank", "loss-steady"]
 TEXTS: dict[str, dict[str, str]] = {
     "loss-nonfinite": {
         "en": "the loss{who} turns {value} at {at} after {finite} finite values (last finite: {last})",
@@ -127,6 +144,19 @@ TEXTS: dict[str, dict[str, str]] = {
     "loss-climbs": {
         "en": "the loss{who} climbs: from {start} to {end} over {count} values (lowest {low})",
         "zh": "损失{who}在上升：{count} 个值中从 {start} 升到 {end}（最低 {low}）"},
+    "loss-jumps": {
+        "en": "the loss{who} jumps from {before} to {after} at {at} ({ratio}× in one step) and stays up",
+        "zh": "损失{who}在 {at} 从 {before} 跳到 {after}（一步之内 {ratio} 倍），此后没有回落"},
+    "lr-zero-then-constant": {
+        "en": "the learning rate{who} is 0 in the first {zeros} values, then {value} in all {count} after "
+              "them: no warm-up ramp and no decay, not the schedule a run asks for",
+        "zh": "学习率{who}在前 {zeros} 个值中为 0，之后的全部 {count} 个值都是 {value}：既没有预热爬升也没有衰减，"
+              "不是训练所要求的调度"},
+    "kv-cache-stuck": {
+        "en": "the GPU KV cache was {peak}% full ({at}); in the last {count} stats lines {waiting} "
+              "request(s) wait and none runs: a request that does not fit in the KV cache waits forever",
+        "zh": "GPU KV cache 曾占满 {peak}%（{at}）；最后 {count} 行统计中有 {waiting} 个请求在等待、没有请求在运行："
+              "放不进 KV cache 的请求会一直等下去"},
     "lr-zero": {
         "en": "the learning rate{who} is 0 in all {count} values printed: nothing is learnt",
         "zh": "学习率{who}在打印出的全部 {count} 个值中都是 0：模型没有在学习"},
@@ -291,6 +321,7 @@ def read_series(values: dict[tuple[str, str], list[Point]], schedule: str) -> li
             out.extend(_scale(points, label))
         elif metric == "host_rss":
             out.extend(_rss(points, label))
+    out.extend(_kv_stuck(values))
     out.extend(_slow_rank(values, "step_time", slower_is="higher"))
     out.extend(_slow_rank(values, "throughput", slower_is="lower"))
     out.sort(key=lambda r: ORDER.index(r["reading"]))
@@ -311,6 +342,11 @@ def _loss(points: list[Point], who: str) -> list[dict[str, Any]]:
     if bad is not None:
         return [_reading("loss-nonfinite", points[bad].where, who=who, value=_name(points[bad].value),
                          at=points[bad].where, finite=bad, last=_round(points[bad - 1].value))]
+    jump = _jump(finite)
+    if jump is not None:
+        return [_reading("loss-jumps", finite[jump].where, who=who, before=_round(finite[jump - 1].value),
+                         after=_round(finite[jump].value), at=finite[jump].where,
+                         ratio=round(finite[jump].value / finite[jump - 1].value, 1))]
     if len(finite) < RULES["min_points"]:
         return []
     quarter, start, end = _quarters(finite)
@@ -324,7 +360,24 @@ def _loss(points: list[Point], who: str) -> list[dict[str, Any]]:
     return []
 
 
+def _jump(finite: list[Point]) -> int | None:
+    """The index of the first value at least jump_ratio times the one before it, when no later
+    value comes back under half of it (a spike that recovers is noise); None without one."""
+    for i in range(1, len(finite)):
+        before, after = finite[i - 1].value, finite[i].value
+        if before >= RULES["jump_from"] and after >= RULES["jump_ratio"] * before:
+            if all(p.value >= after / 2 for p in finite[i + 1:]):
+                return i
+    return None
+
+
 def _lr(points: list[Point], who: str, schedule: str) -> list[dict[str, Any]]:
+    zeros = next((i for i, p in enumerate(points) if p.value != 0), len(points))
+    rest = {p.value for p in points[zeros:]}
+    if (len(points) >= RULES["min_points"] and RULES["lr_zero_run"] <= zeros < len(points) - 1
+            and len(rest) == 1):
+        return [_reading("lr-zero-then-constant", points[zeros].where, who=who, zeros=zeros,
+                         value=_round(points[zeros].value), count=len(points) - zeros)]
     if len(points) < RULES["min_points"] or len({p.value for p in points}) != 1:
         return []
     if points[0].value == 0:  # nothing is learnt: no schedule or config means that
@@ -380,6 +433,35 @@ def _spikes(points: list[Point], who: str) -> list[dict[str, Any]]:
     spike = median(points[i].value for i in at)
     return [_reading("step-spikes", points[at[0]].where, who=who, every=every, spike=_round(spike),
                      median=_round(typical), count=len(at), points=len(points))]
+
+
+def _kv_stuck(values: dict[tuple[str, str], list[Point]]) -> list[dict[str, Any]]:
+    """vLLM's stats lines: the GPU KV cache was full, and the last lines have requests waiting
+    while none runs (each stats line prints both counts, so the two series are aligned)."""
+    out = []
+    for (metric, who), usage in values.items():
+        if metric != "kv_usage":
+            continue
+        running, waiting = values.get(("running", who), []), values.get(("waiting", who), [])
+        tail = RULES["kv_stuck_lines"]
+        full = next((p for p in usage if p.value >= RULES["kv_full_pct"]), None)
+        if full is None or len(running) < tail or len(running) != len(waiting):
+            continue
+        if all(r.value == 0 and w.value >= 1 for r, w in zip(running[-tail:], waiting[-tail:], strict=True)):
+            stuck = sum(1 for _ in _trailing(running, waiting))
+            out.append(_reading("kv-cache-stuck", waiting[-stuck].where, who=who, peak=_round(full.value),
+                                at=full.where, count=stuck, waiting=_round(waiting[-1].value)))
+    return out
+
+
+def _trailing(running: list[Point], waiting: list[Point]) -> list[int]:
+    """The indexes, from the end, of the stats lines with requests waiting and none running."""
+    found = []
+    for i in range(len(running) - 1, -1, -1):
+        if running[i].value != 0 or waiting[i].value < 1:
+            break
+        found.append(i)
+    return found
 
 
 def _slow_rank(values: dict[tuple[str, str], list[Point]], metric: str,
