@@ -69,16 +69,17 @@ CASES = [
      "nccl-errors:nccl-error-unexplained", "cause"),
     # NCCL's CUDACHECK / CUCHECK on its WARN line (src/include/checks.h, cudawrap.h) with no `-> N` chain
     # pasted: NVLS/multicast, cuMem, a driver call inside NCCL failed
+    # (at transport/nvls.cc with the codes of a fabric manager down or restarted: NVLS's own conclusion)
     # https://github.com/NVIDIA/nccl/issues/1672
     ("nccl-cuda-failure",
      "[2025-04-06 22:31:56] ccw-gpu-128:3485254:3487188 [0] transport/nvls.cc:598 NCCL WARN Cuda failure 1 "
      "'invalid argument'",
-     "nccl-errors:nccl-error-unexplained", "cause"),
+     "nccl-errors:nvls-fabric-manager", "cause"),
     # https://github.com/NVIDIA/nccl/issues/1788
     ("nccl-cuda-failure",
      "[2025-07-21 19:05:29] node004:27907:27907 [1] transport/nvls.cc:254 NCCL WARN Cuda failure 401 'the "
      "operation cannot be performed in the present state'",
-     "nccl-errors:nccl-error-unexplained", "cause"),
+     "nccl-errors:nvls-fabric-manager", "cause"),
     # https://github.com/NVIDIA/nccl/issues/955 (a driver older than the runtime NCCL was built for)
     ("nccl-cuda-failure",
      "dl-pod:205826:205907 [0] NCCL WARN Cuda failure 'API call is not supported in the installed CUDA "

@@ -451,7 +451,10 @@ def test_fork_and_extension_hazards_name_their_conclusions(library) -> None:  # 
     ("NVRM: Xid (PCI:0000:9b:00): 94, pid=1234, name=python3, Contained ECC error", "ecc-contained"),
     ("NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 "
      "0x00000000 0x00000000 0x00000000)", "nvlink-error"),
+    # Xid 45 that names the Xid that caused it is read as that Xid (the driver's kernel_rc.c)
     ("NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
+     "nvlink-error"),
+    ("NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001",
      "xid-other"),  # a number with no kind of its own: the last resort
 ])
 def test_an_xid_is_concluded_by_the_kind_its_number_names(library, line: str, conclusion: str) -> None:  # type: ignore[no-untyped-def]
