@@ -691,6 +691,13 @@
             at: points[bad].where, finite: bad, last: round4(points[bad - 1].value) }));
           return;
         }
+        var jump = this.lossJump(points, rules); // series._jump: one step's jump that stays up
+        if (jump > 0) {
+          out.push(reading("loss-jumps", points[jump].where, { who: who, before: round4(points[jump - 1].value),
+            after: round4(points[jump].value), at: points[jump].where,
+            ratio: Math.round(points[jump].value / points[jump - 1].value * 10) / 10 }));
+          return;
+        }
         if (points.length < rules.min_points) return;
         var qs = quarters(points), quarter = qs[0], start = qs[1], end = qs[2];
         var low = Math.min.apply(null, points.map(function (p) { return p.value; }));
@@ -702,6 +709,15 @@
             end: round4(points[points.length - 1].value), count: points.length }));
         }
       } else if (s.metric === "lr") {
+        var zeros = 0, rest = {};
+        while (zeros < points.length && points[zeros].value === 0) zeros += 1;
+        points.slice(zeros).forEach(function (p) { rest[p.value] = true; });
+        if (points.length >= rules.min_points && zeros >= rules.lr_zero_run && zeros < points.length - 1
+            && Object.keys(rest).length === 1) { // series._lr: 0, then one value to the end
+          out.push(reading("lr-zero-then-constant", points[zeros].where, { who: who, zeros: zeros,
+            value: round4(points[zeros].value), count: points.length - zeros }));
+          return;
+        }
         var distinct = {};
         points.forEach(function (p) { distinct[p.value] = true; });
         if (points.length < rules.min_points || Object.keys(distinct).length !== 1) return;
@@ -730,6 +746,7 @@
         }
       }
     }, this);
+    this.kvStuck(seen.values, rules).forEach(function (r) { out.push(reading("kv-cache-stuck", r.first, r.facts)); });
     [["step_time", "higher"], ["throughput", "lower"]].forEach(function (pair) {
       var slow = this.slowRank(seen.values, pair[0], pair[1], rules);
       if (slow) out.push(reading("slow-rank", slow.first, slow.facts));
@@ -738,6 +755,36 @@
     var healthy = this.data.series.healthy;
     var problems = out.filter(function (r) { return healthy.indexOf(r.reading) < 0; });
     return problems.length ? problems : out.slice(0, 1);
+  };
+
+  // series._jump: the index of a value jump_ratio times the one before, no later value back under
+  // half of it; 0 without one (finite values only: a NaN loss is read before)
+  Engine.prototype.lossJump = function (points, rules) {
+    for (var i = 1; i < points.length; i++) {
+      var before = points[i - 1].value, after = points[i].value;
+      if (before >= rules.jump_from && after >= rules.jump_ratio * before &&
+          points.slice(i + 1).every(function (p) { return p.value >= after / 2; })) return i;
+    }
+    return 0;
+  };
+
+  // series._kv_stuck: vLLM's KV cache was full, and the last stats lines wait with none running
+  Engine.prototype.kvStuck = function (values, rules) {
+    var out = [], byKey = {};
+    values.forEach(function (s) { byKey[s.metric + "\u0000" + s.who] = s.points; });
+    values.forEach(function (s) {
+      if (s.metric !== "kv_usage") return;
+      var running = byKey["running\u0000" + s.who] || [], waiting = byKey["waiting\u0000" + s.who] || [];
+      var tail = rules.kv_stuck_lines, full = null;
+      for (var f = 0; f < s.points.length && full === null; f++) if (s.points[f].value >= rules.kv_full_pct) full = s.points[f];
+      if (full === null || running.length < tail || running.length !== waiting.length) return;
+      var stuck = 0;
+      for (var i = running.length - 1; i >= 0 && running[i].value === 0 && waiting[i].value >= 1; i--) stuck += 1;
+      if (stuck < tail) return;
+      out.push({ first: waiting[waiting.length - stuck].where, facts: { who: s.who, peak: round4(full.value),
+        at: full.where, count: stuck, waiting: round4(waiting[waiting.length - 1].value) } });
+    });
+    return out;
   };
 
   Engine.prototype.spikes = function (points, who, rules) {
@@ -1111,6 +1158,7 @@
       own = facts.reserved_total_mib; uncounted = o.context_max_mib; // PyTorch's memory alone
     }
     if (total === null || free === null || own === null) return facts;
+    if (pytorch !== null && reserved !== null) own = Math.max(own, pytorch + reserved); // PyTorch's is a floor
     var elsewhere = Math.round(Math.max(total - free - own, 0) * 100) / 100, beyond = elsewhere - uncounted;
     facts.elsewhere_mib = elsewhere;
     facts.held_elsewhere = beyond >= o.others_min_mib && beyond >= o.others_min_share * total;

@@ -505,7 +505,8 @@ def test_page_reads_the_numbers_like_runbook_triage(browser, site: Path, library
         assert (shown["verdict"], shown["matches"]) == (verdict, expected_matches), path.name
     assert kinds >= {"step-spikes", "loss-nonfinite", "loss-nonfinite-from-start", "loss-climbs",
                      "lr-constant", "lr-zero", "slow-rank", "loss-steady", "stack-mismatch", "stack-wait",
-                     "loss-scale-collapses", "host-memory-grows", "stack-unnamed",
+                     "loss-scale-collapses", "host-memory-grows", "stack-unnamed", "loss-jumps",
+                     "lr-zero-then-constant", "kv-cache-stuck",
                      "log-stops", "log-stops-rl", "topo-pcie", "p2p-slower", "copy-zeros"}
 
 

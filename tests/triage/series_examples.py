@@ -24,7 +24,37 @@ def overflow(scale: int) -> str:
             f"Attempted loss scale: {scale}, reducing to {scale // 2}")
 
 
+def neox(iteration: int, loss: float) -> str:
+    """GPT-NeoX's iteration line (megatron/training.py's training_log): `lm_loss`, not `lm loss`."""
+    return (f" samples/sec: 2.721 | iteration {iteration:8d}/   55000 | elapsed time per iteration (ms): "
+            f"11761.2 | learning rate: 2.424E-09 | approx flops per GPU: 9.1TFLOPS | lm_loss: {loss:.6E} | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+
+def vllm_stats(running: int, waiting: int, kv: float, word: str = "Pending") -> str:
+    """vLLM's periodic scheduler stats line (V0's `Pending`, V1's `Waiting`)."""
+    return (f"INFO 08-01 03:09:02 metrics.py:341] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+            f"throughput: 0.0 tokens/s, Running: {running} reqs, Swapped: 0 reqs, {word}: {waiting} reqs, "
+            f"GPU KV cache usage: {kv:.1f}%, CPU KV cache usage: 0.0%.")
+
+
 EXAMPLES: dict[str, str] = {
+    # GPT-NeoX's lm_loss back near a random model's after one update, and it stays there
+    "loss-jumps": lines(neox(1, 2.275809), neox(2, 11.05449), neox(3, 10.9), neox(4, 10.7)),
+    # ... and a spike that comes back down is noise, not a broken update
+    "loss-spike-recovers": lines(*(neox(i, v) for i, v in enumerate([2.3, 2.2, 7.5, 2.1, 2.0, 2.0], 1))),
+    # HF Trainer's dicts: 0 through the first epochs, then one value to the end
+    "lr-zero-then-constant": lines(*(f"{{'loss': 0.4, 'learning_rate': {v}, 'epoch': {i}.0}}"
+                                     for i, v in enumerate([0, 0, 0.0, 0.0, 0.0003, 0.0003, 0.0003], 1))),
+    # a warm-up from 0 that ramps is a schedule
+    "lr-warmup-from-zero": lines(*(f"{{'loss': 0.4, 'learning_rate': {v}, 'epoch': {i}.0}}"
+                                   for i, v in enumerate([0, 0, 1e-5, 2e-5, 3e-5, 3e-5], 1))),
+    # vLLM: the KV cache filled, the request was preempted and now waits with nothing running
+    "kv-cache-stuck": lines(vllm_stats(1, 0, 92.9), vllm_stats(1, 0, 100.0), vllm_stats(0, 1, 0.0),
+                            vllm_stats(0, 1, 0.0), vllm_stats(0, 1, 0.0, "Waiting")),
+    # ... and a full cache that keeps serving is only busy
+    "kv-cache-busy": lines(vllm_stats(8, 2, 100.0), vllm_stats(8, 1, 99.5), vllm_stats(7, 0, 98.0),
+                           vllm_stats(8, 0, 100.0)),
     # DeepSpeed's fp16 scale halved on every step down to 8: overflow at any scale
     "loss-scale-collapses": lines(*(overflow(2 ** k) for k in range(16, 3, -1))),
     # from DeepSpeed's default 2^16 it kept halving, to 512: overflow after overflow

@@ -74,6 +74,31 @@ def test_a_constant_learning_rate_under_a_schedule(tmp_path: Path) -> None:
     assert readings_of(tmp_path, "lr-zero")[1][0]["reading"] == "lr-zero"
 
 
+def test_a_loss_that_jumps_and_stays_up_is_a_broken_update(tmp_path: Path) -> None:
+    """GPT-NeoX prints `lm_loss`; from 2.28 to 11.05 in one step is a model reset, even in 4 values."""
+    log, [found] = readings_of(tmp_path, "loss-jumps")
+    assert found["reading"] == "loss-jumps" and found["conclusion"] == "nan-loss:loss-diverged"
+    assert found["facts"] == {"who": "", "before": 2.276, "after": 11.05, "at": f"{log}:2", "ratio": 4.9}
+    assert "jumps from 2.276 to 11.05" in describe_reading(found)
+    assert [r["reading"] for r in readings_of(tmp_path, "loss-spike-recovers")[1]] == ["loss-steady"]
+
+
+def test_a_learning_rate_that_is_zero_then_one_value_is_no_schedule(tmp_path: Path) -> None:
+    log, [found, *_] = readings_of(tmp_path, "lr-zero-then-constant")
+    assert found["reading"] == "lr-zero-then-constant" and found["conclusion"] == "nan-loss:lr-not-scheduled"
+    assert found["facts"] == {"who": "", "zeros": 4, "value": 0.0003, "count": 3}
+    assert found["first"] == f"{log}:5"
+    assert "lr" not in {r["reading"][:2] for r in readings_of(tmp_path, "lr-warmup-from-zero")[1]}
+
+
+def test_vllm_stats_with_requests_waiting_and_none_running_after_a_full_kv_cache(tmp_path: Path) -> None:
+    log, [found] = readings_of(tmp_path, "kv-cache-stuck")
+    assert found["reading"] == "kv-cache-stuck" and found["conclusion"] == "cuda-oom:kv-cache-too-small"
+    assert found["facts"] == {"who": "", "peak": 100.0, "at": f"{log}:2", "count": 3, "waiting": 1.0}
+    assert "GPU KV cache was 100% full" in describe_reading(found)
+    assert readings_of(tmp_path, "kv-cache-busy")[1] == []
+
+
 def test_one_rank_slower_than_the_others(tmp_path: Path) -> None:
     log, every = readings_of(tmp_path, "rank-2-slow")
     found = [r for r in every if r["reading"] == "slow-rank"]

@@ -118,3 +118,19 @@ def test_memory_elsewhere_counts_this_process_in_full_when_the_message_says_it()
                        "Process 1 has 4.00 GiB memory in use. Process 2 has 12.00 GiB memory in use.")
     facts = cuda_oom.parse([two])
     assert facts is not None and (facts["elsewhere_mib"], facts["held_elsewhere"]) == (None, None)
+
+
+def test_a_process_that_nvml_says_holds_nothing_holds_at_least_what_pytorch_holds() -> None:
+    """torchtune#2071's message (https://github.com/meta-pytorch/torchtune/issues/2071): NVML saw
+    none of the process's memory ("0 bytes"), yet PyTorch holds 22.6 GiB of the 23.4 in it: the
+    GPU is full of the job's own tensors, not of someone else's."""
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+            "capacity of 23.43 GiB of which 206.00 MiB is free. Including non-PyTorch memory, this process "
+            "has 0 bytes memory in use. Of the allocated memory 22.41 GiB is allocated by PyTorch, and "
+            "206.31 MiB is reserved by PyTorch but unallocated.")
+    facts = cuda_oom.parse([line])
+    assert facts is not None and facts["this_process_mib"] == 0.0
+    assert facts["elsewhere_mib"] < 1024 and facts["held_elsewhere"] is False
+    # the same message with the process's memory printed is read as before
+    seen = cuda_oom.parse([line.replace("has 0 bytes memory", "has 23.00 GiB memory")])
+    assert seen is not None and seen["held_elsewhere"] is False

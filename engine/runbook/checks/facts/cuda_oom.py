@@ -40,8 +40,10 @@ last `CUDA out of memory` message that carries them; `count` and `kind` cover ev
   held_by_others is None or a number is missing
 - elsewhere_mib: memory in use on the GPU outside this process: total - free - what this process
   holds ("this process has"; the one listed process when it is this one; else what PyTorch
-  reserved, the only figure the 2.0-and-earlier message gives). None when the message lacks one
-  of them (or lists processes without saying which is this one)
+  reserved, the only figure the 2.0-and-earlier message gives), and never less than PyTorch's own
+  allocated + reserved (where NVML sees none of the process's memory, as in some containers, the
+  message says "this process has 0 bytes memory in use"). None when the message lacks one of them
+  (or lists processes without saying which is this one)
 - held_elsewhere: True when that memory, less 2 GiB where the figure for this process leaves out
   its CUDA context and libraries' workspaces (PyTorch's reservation alone), is at least 1024 MiB
   and at least 10% of the GPU: another process (another rank on the same GPU, a leftover run, a
@@ -142,6 +144,9 @@ def _elsewhere(facts: dict[str, Any], self_listed: bool) -> tuple[float | None, 
         own, uncounted = facts["reserved_total_mib"], CONTEXT_MAX_MIB  # PyTorch's memory alone
     if total is None or free is None or own is None:
         return None, None
+    allocated, reserved = facts["allocated_by_pytorch_mib"], facts["reserved_unallocated_mib"]
+    if allocated is not None and reserved is not None:
+        own = max(own, allocated + reserved)  # the process holds at least what PyTorch holds in it
     elsewhere = round(max(total - free - own, 0.0), 2)
     beyond = elsewhere - uncounted
     return elsewhere, beyond >= OTHERS_MIN_MIB and beyond >= OTHERS_MIN_SHARE * total

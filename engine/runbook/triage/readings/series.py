@@ -132,8 +132,8 @@ CONCLUSIONS = {
 }
 HEALTHY = ("loss-steady",)  # readings that say the numbers look well, said only when nothing else is
 ORDER = ["loss-nonfinite", "loss-nonfinite-from-start", "loss-jumps", "loss-climbs", "loss-scale-collapses",
-         "lr-zero", "lr-zero-then-constant", "lr-constant", "kv-cache-stuck", "host-memory-grows", "step-spikes",
-         "slow-rank", "loss-steady"]
+         "lr-zero", "lr-zero-then-constant", "lr-constant", "kv-cache-stuck", "host-memory-grows",
+         "step-spikes", "slow-rank", "loss-steady"]
 TEXTS: dict[str, dict[str, str]] = {
     "loss-nonfinite": {
         "en": "the loss{who} turns {value} at {at} after {finite} finite values (last finite: {last})",
@@ -150,13 +150,13 @@ TEXTS: dict[str, dict[str, str]] = {
     "lr-zero-then-constant": {
         "en": "the learning rate{who} is 0 in the first {zeros} values, then {value} in all {count} after "
               "them: no warm-up ramp and no decay, not the schedule a run asks for",
-        "zh": "学习率{who}在前 {zeros} 个值中为 0，之后的全部 {count} 个值都是 {value}：既没有预热爬升也没有衰减，"
-              "不是训练所要求的调度"},
+        "zh": "学习率{who}在前 {zeros} 个值中为 0，之后的全部 {count} 个值都是 {value}："
+              "既没有预热爬升也没有衰减，不是训练所要求的调度"},
     "kv-cache-stuck": {
         "en": "the GPU KV cache was {peak}% full ({at}); in the last {count} stats lines {waiting} "
               "request(s) wait and none runs: a request that does not fit in the KV cache waits forever",
-        "zh": "GPU KV cache 曾占满 {peak}%（{at}）；最后 {count} 行统计中有 {waiting} 个请求在等待、没有请求在运行："
-              "放不进 KV cache 的请求会一直等下去"},
+        "zh": "GPU KV cache 曾占满 {peak}%（{at}）；最后 {count} 行统计中有 {waiting} 个请求在等待、"
+              "没有请求在运行：放不进 KV cache 的请求会一直等下去"},
     "lr-zero": {
         "en": "the learning rate{who} is 0 in all {count} values printed: nothing is learnt",
         "zh": "学习率{who}在打印出的全部 {count} 个值中都是 0：模型没有在学习"},
@@ -365,9 +365,9 @@ def _jump(finite: list[Point]) -> int | None:
     value comes back under half of it (a spike that recovers is noise); None without one."""
     for i in range(1, len(finite)):
         before, after = finite[i - 1].value, finite[i].value
-        if before >= RULES["jump_from"] and after >= RULES["jump_ratio"] * before:
-            if all(p.value >= after / 2 for p in finite[i + 1:]):
-                return i
+        if (before >= RULES["jump_from"] and after >= RULES["jump_ratio"] * before
+                and all(p.value >= after / 2 for p in finite[i + 1:])):
+            return i
     return None
 
 
