@@ -550,8 +550,10 @@
         name = "Thread " + m[1]; ident = m[2]; hint = m[1] === "1";
       }
       var repeats = proc !== null && proc.threads.some(function (t) { return t.ident === ident; });
+      var secondMain = fmt === "pyspy_thread" && name === "MainThread" && proc !== null &&
+        proc.threads.some(function (t) { return t.name === "MainThread"; }); // stacks._has_main
       if (proc === null || (format !== "" && format !== fmt) || format === "headless" ||
-          (fmt !== "pyspy_thread" && repeats)) {
+          (fmt !== "pyspy_thread" && repeats) || secondMain) {
         proc = processFor(line.raw, "");
       }
       format = fmt;
@@ -656,7 +658,8 @@
       var kind = wait === "lock" && inWorker ? "lock-in-worker" : wait;
       if (st.idle_only.indexOf(kind) >= 0 && thread.idle === false) kind = "running";
       var top = thread.frames[0];
-      out.push({ reading: "stack-wait", conclusion: st.wait_conclusions[kind] || null, first: thread.where,
+      var namedBy = wait === "collective" && ops.length > 1 ? null : st.wait_conclusions[kind] || null;
+      out.push({ reading: "stack-wait", conclusion: namedBy, first: thread.where,
                  facts: { waits: wait, op: group[0].wait[1] || "", count: group.length, total: mains.length,
                           thread: thread.name, who: shown(group.map(function (m) { return m.who; })),
                           frame: top.name + " (" + top.filename + (top.line ? ":" + top.line : "") + ")" } });

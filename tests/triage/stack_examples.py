@@ -25,6 +25,23 @@ Thread 1202 (idle): "MainThread"
     sync_params (train.py:61)
     <module> (train.py:118)
 """,
+    # py-spy dumps of eight ranks grouped by their stacks, each group under a line of the
+    # person's own: no `Process N:` header, two MainThreads (DeepSpeed ZeRO-3, frames as py-spy prints them)
+    "pyspy_grouped_no_header": """\
+3 processes in:
+Thread 33550 (active): "MainThread"
+    all_reduce (torch/distributed/distributed_c10d.py:2924)
+    wrapper (torch/distributed/c10d_logger.py:81)
+    all_reduce (deepspeed/comm/torch.py:170)
+    step (deepspeed/runtime/zero/stage3.py:2120)
+
+5 processes in:
+Thread 33549 (active): "MainThread"
+    reduce_scatter_tensor (torch/distributed/distributed_c10d.py:4450)
+    wrapper (torch/distributed/c10d_logger.py:81)
+    reduce_scatter_tensor (deepspeed/comm/torch.py:290)
+    reduce_scatter_coalesced (deepspeed/runtime/comm/coalesced_collectives.py:205)
+""",
     # faulthandler: the current thread is the one that dumped; the main thread waits in a barrier
     "faulthandler_barrier": """\
 Current thread 0x00007ff3363ff700 (most recent call first):

@@ -178,13 +178,19 @@ class Stacks:
         else:
             name, ident, hint = f"Thread {found.group(1)}", found.group(2), found.group(1) == "1"
         if (self._process is None or self._format not in ("", fmt) or self._format == "headless"
-                or (fmt != "pyspy_thread" and self._repeats(ident))):
+                or (fmt != "pyspy_thread" and self._repeats(ident))
+                or (fmt == "pyspy_thread" and name == "MainThread" and self._has_main())):
             self._process = self._process_for(source, raw, "")
         self._format = fmt
         self._process.last_is_main = fmt == "fault_thread"
         self._thread = _Thread(name, ident, hint, where=f"{source.path}:{line_no}", idle=idle)
         self._process.threads.append(self._thread)
         return True
+
+    def _has_main(self) -> bool:
+        """A process has one MainThread: py-spy's second one starts another process's dump (dumps
+        pasted one after the other, or grouped as `5 processes in:` without py-spy's own header)."""
+        return self._process is not None and any(t.name == "MainThread" for t in self._process.threads)
 
     def _repeats(self, ident: str) -> bool:
         """A thread id seen again in the same process starts another process's dump."""
@@ -242,7 +248,9 @@ class Stacks:
             kind = "lock-in-worker" if wait == "lock" and _in_worker(thread) else wait
             if kind in IDLE_ONLY and thread.idle is False:
                 kind = "running"
-            out.append({"reading": "stack-wait", "conclusion": WAIT_CONCLUSIONS.get(kind),
+            # ranks in different collectives: no group of them "all waits in the same one"
+            named_by = None if wait == "collective" and len(ops) > 1 else WAIT_CONCLUSIONS.get(kind)
+            out.append({"reading": "stack-wait", "conclusion": named_by,
                         "first": thread.where,
                         "facts": {"waits": wait, "op": op or "", "count": len(whos), "total": total,
                                   "thread": thread.name,
