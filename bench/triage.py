@@ -1,6 +1,7 @@
 """Triage on real logs: accuracy on the corpus, speed against `grep -P`, peak memory.
 
     .venv/bin/python bench/triage.py [--size-mb 1024] [--json] [--show dev] [--decorated]
+                                     [--added-since REV]
 
 The corpus (tests/data/triage-corpus/, see its README) holds log excerpts copied verbatim
 from public issue trackers, each labelled with the taxonomy ids a person would accept and
@@ -18,6 +19,8 @@ It prints, per split:
 with --decorated, the conclusion top-1 again with every line of each log decorated as pastes
 and collectors decorate them (a Markdown quote, HTML escapes, kubectl's pod prefix, a container
 runtime's, srun's label): how much the answers rest on the log's exact layout;
+with --added-since REV, each split again for the entries the corpus held at git revision REV
+and for those added since (`holdout-new`: a fresh holdout, as it came);
 and then, on a log of --size-mb built from the dev logs among training-progress lines,
 triage's time per MB against `grep -P` with the same patterns in one alternation (grep counts
 matching lines, triage ranks them), and triage's peak memory.
@@ -110,6 +113,23 @@ def decorated(entries: list[Entry]) -> list[dict[str, object]]:
     return out
 
 
+def entries_at(rev: str) -> set[str]:
+    """The corpus's logs (relative to it) at git revision `rev`."""
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "--", str(CORPUS.relative_to(ROOT))],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    if listed.returncode != 0:
+        raise SystemExit(f"--added-since {rev}: git cannot list the corpus there: {listed.stderr.strip()}")
+    prefix = str(CORPUS.relative_to(ROOT)) + "/"
+    return {name[len(prefix):] for name in listed.stdout.splitlines() if name.endswith(".log")}
+
+
+def by_age(rows: list[dict[str, object]], rev: str) -> list[dict[str, object]]:
+    """Each split's summary for the logs present at `rev` (`-old`) and those added since (`-new`)."""
+    old = entries_at(rev)
+    aged = [{**r, "split": f"{r['split']}-{'old' if r['log'] in old else 'new'}"} for r in rows]
+    return [summarise(aged, f"{split}-{age}") for split in ("dev", "holdout") for age in ("old", "new")]
+
+
 def summarise(rows: list[dict[str, object]], split: str) -> dict[str, object]:
     mine = [r for r in rows if r["split"] == split]
     errors = [r for r in mine if r["kind"] != "no-error"]
@@ -187,12 +207,16 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--decorated", action="store_true",
                         help="also the conclusion top-1 with every line decorated as pastes decorate it")
+    parser.add_argument("--added-since", metavar="REV",
+                        help="also each split for the logs present at git revision REV and those added since")
     parser.add_argument("--show", choices=("dev", "holdout", "all"),
                         help="list the logs answered wrongly in this split (don't look at holdout to tune)")
     args = parser.parse_args()
     entries = load_corpus()
     rows = judge(entries)
     report: dict[str, object] = {"splits": [summarise(rows, s) for s in ("dev", "holdout")]}
+    if args.added_since:
+        report["splits"] += by_age(rows, args.added_since)  # type: ignore[operator]
     if args.decorated:
         report["decorated"] = decorated(entries)
     if args.size_mb:
