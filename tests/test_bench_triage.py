@@ -37,3 +37,18 @@ def test_logs_added_after_a_revision_are_summarised_apart() -> None:
 def test_an_unknown_revision_is_one_clear_error() -> None:
     with pytest.raises(SystemExit, match="--added-since no-such-rev: git cannot list the corpus there"):
         bench.entries_at("no-such-rev")
+
+
+def test_every_chunk_of_signatures_compiles_in_grep(tmp_path: Path) -> None:
+    """PCRE2 refuses one alternation of every signature (`regular expression is too large`): the
+    chunks cover every pattern, and grep -P compiles each of them."""
+    import subprocess
+
+    parts = bench.grep_patterns()
+    chunks = bench.grep_chunks(parts)
+    assert "|".join(chunks) == "|".join(parts) and len(chunks) > 1
+    log = tmp_path / "a.log"
+    log.write_text("NCCL WARN Cuda failure 'out of memory'\nstep 1 loss 2.0\n")
+    for chunk in chunks:
+        grep = subprocess.run(["grep", "-P", "-c", chunk, str(log)], capture_output=True, text=True, timeout=60)
+        assert grep.returncode in (0, 1), grep.stderr
