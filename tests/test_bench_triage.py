@@ -50,5 +50,6 @@ def test_every_chunk_of_signatures_compiles_in_grep(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_text("NCCL WARN Cuda failure 'out of memory'\nstep 1 loss 2.0\n")
     for chunk in chunks:
-        grep = subprocess.run(["grep", "-P", "-c", chunk, str(log)], capture_output=True, text=True, timeout=60)
+        grep = subprocess.run(["grep", "-P", "-c", chunk, str(log)], capture_output=True, text=True,
+                              timeout=60)
         assert grep.returncode in (0, 1), grep.stderr
