@@ -393,3 +393,23 @@ def test_entries_keep_every_process_and_its_extensions_dir() -> None:
     assert sorted(e["pid"] for e in entries) == sorted(selected)
     mine = next(e for e in entries if e["pid"] == me)
     assert (mine["rank"], mine["extensions_dir"]) == (0, "/scratch/ext")
+
+
+def test_a_dump_that_failed_once_is_tried_again(make_ctx: Callable[..., CheckContext],
+                                                 tmp_path: Path) -> None:
+    """py-spy reads a running interpreter from outside and can fail on a loaded machine: a failed
+    dump is tried once more (not one refused for permission, nor one that ran out of time)."""
+    fake = tmp_path / "py-spy"
+    tried = tmp_path / "tried"
+    fake.write_text("#!/bin/sh\n"
+                    f"if [ ! -e {tried} ]; then touch {tried}; "
+                    "echo 'Error: Failed to copy PyInterpreterState from process' >&2; exit 1; fi\n"
+                    "echo '[]'\n")
+    fake.chmod(0o755)
+    threads, error, denied = stack.dump(str(fake), os.getpid(), False, make_ctx())
+    assert (threads, error, denied) == ([], None, False)
+    refused = tmp_path / "refused"
+    refused.write_text("#!/bin/sh\necho 'Error: Operation not permitted (os error 1)' >&2\nexit 1\n")
+    refused.chmod(0o755)
+    threads, error, denied = stack.dump(str(refused), os.getpid(), False, make_ctx())
+    assert threads is None and denied is True

@@ -265,7 +265,19 @@ def _dump_all(py_spy: str, entries: list[dict[str, Any]], native: bool, ctx: Che
 
 
 def dump(py_spy: str, pid: int, native: bool, ctx: CheckContext) -> tuple[list | None, str | None, bool]:
-    """(py-spy's thread list or None, error or None, permission denied) for one process."""
+    """(py-spy's thread list or None, error or None, permission denied) for one process. A dump
+    that failed for another reason than permission or time is tried once more: py-spy reads the
+    interpreter's state from outside while the process runs, and a loaded machine can catch it
+    between two consistent states."""
+    threads, error, denied = _dump_once(py_spy, pid, native, ctx)
+    if threads is None and not denied and error is not None and "did not finish" not in error \
+            and not error.startswith("cannot run"):
+        threads, error, denied = _dump_once(py_spy, pid, native, ctx)
+    return threads, error, denied
+
+
+def _dump_once(py_spy: str, pid: int, native: bool,
+               ctx: CheckContext) -> tuple[list | None, str | None, bool]:
     argv = [py_spy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
     outcome = ctx.run_command(argv)
     if outcome.not_found:
