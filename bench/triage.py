@@ -116,12 +116,12 @@ def decorated(entries: list[Entry]) -> list[dict[str, object]]:
 
 def entries_at(rev: str) -> set[str]:
     """The corpus's logs (relative to it) at git revision `rev`."""
-    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "--", str(CORPUS.relative_to(ROOT))],
+    folder = CORPUS.relative_to(ROOT).as_posix()
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "--", folder],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     if listed.returncode != 0:
         raise SystemExit(f"--added-since {rev}: git cannot list the corpus there: {listed.stderr.strip()}")
-    prefix = str(CORPUS.relative_to(ROOT)) + "/"
-    return {name[len(prefix):] for name in listed.stdout.splitlines() if name.endswith(".log")}
+    return {name[len(folder) + 1:] for name in listed.stdout.splitlines() if name.endswith(".log")}
 
 
 def by_age(rows: list[dict[str, object]], rev: str) -> list[dict[str, object]]:

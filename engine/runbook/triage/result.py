@@ -236,7 +236,7 @@ def _following(match: Match, lang: str) -> str:
     who = _who(first, lang)
     title = match.title.get(lang)
     when = first.time if first and first.time else (first.where if first else "")
-    said = "，".join(p for p in (who, when) if p) if lang == "zh" else ", ".join(p for p in (who, when) if p)
+    said = ("，" if lang == "zh" else ", ").join(p for p in (who, when) if p)
     if lang == "zh":  # a reading has no line: then nothing in brackets
         return f"之后的“{title}”{'（' + said + '）' if said else ''}是它的后果"
     return f"the later “{title}”{' (' + said + ')' if said else ''} follows from it"

@@ -269,26 +269,27 @@ def dump(py_spy: str, pid: int, native: bool, ctx: CheckContext) -> tuple[list |
     that failed for another reason than permission or time is tried once more: py-spy reads the
     interpreter's state from outside while the process runs, and a loaded machine can catch it
     between two consistent states."""
-    threads, error, denied = _dump_once(py_spy, pid, native, ctx)
-    if threads is None and not denied and error is not None and "did not finish" not in error \
-            and not error.startswith("cannot run"):
-        threads, error, denied = _dump_once(py_spy, pid, native, ctx)
+    threads, error, denied, worth_retrying = _dump_once(py_spy, pid, native, ctx)
+    if worth_retrying:
+        threads, error, denied, _ = _dump_once(py_spy, pid, native, ctx)
     return threads, error, denied
 
 
 def _dump_once(py_spy: str, pid: int, native: bool,
-               ctx: CheckContext) -> tuple[list | None, str | None, bool]:
+               ctx: CheckContext) -> tuple[list | None, str | None, bool, bool]:
+    """dump()'s answer, and whether trying again may change it."""
     argv = [py_spy, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
     outcome = ctx.run_command(argv)
     if outcome.not_found:
-        return None, f"cannot run {py_spy}: {outcome.stderr}", False
+        return None, f"cannot run {py_spy}: {outcome.stderr}", False, False
     if outcome.timed_out:
-        return None, f"py-spy dump did not finish within {outcome.duration_s:.1f}s (killed)", False
+        return None, f"py-spy dump did not finish within {outcome.duration_s:.1f}s (killed)", False, False
     threads = _parse_json(outcome.stdout) if outcome.returncode == 0 else None
     if threads is not None:
-        return threads, None, False
+        return threads, None, False, False
     message = pyspy_error(outcome.stderr) or f"py-spy exited with status {outcome.returncode}"
-    return None, message, is_permission_error(outcome.stderr)
+    denied = is_permission_error(outcome.stderr)
+    return None, message, denied, not denied
 
 
 def _parse_json(text: str) -> list | None:

@@ -445,23 +445,23 @@ def _kv_stuck(values: dict[tuple[str, str], list[Point]]) -> list[dict[str, Any]
         running, waiting = values.get(("running", who), []), values.get(("waiting", who), [])
         tail = RULES["kv_stuck_lines"]
         full = next((p for p in usage if p.value >= RULES["kv_full_pct"]), None)
-        if full is None or len(running) < tail or len(running) != len(waiting):
+        if full is None or len(running) != len(waiting):
             continue
-        if all(r.value == 0 and w.value >= 1 for r, w in zip(running[-tail:], waiting[-tail:], strict=True)):
-            stuck = sum(1 for _ in _trailing(running, waiting))
+        stuck = _stuck_lines(running, waiting)
+        if stuck >= tail:
             out.append(_reading("kv-cache-stuck", waiting[-stuck].where, who=who, peak=_round(full.value),
                                 at=full.where, count=stuck, waiting=_round(waiting[-1].value)))
     return out
 
 
-def _trailing(running: list[Point], waiting: list[Point]) -> list[int]:
-    """The indexes, from the end, of the stats lines with requests waiting and none running."""
-    found = []
-    for i in range(len(running) - 1, -1, -1):
-        if running[i].value != 0 or waiting[i].value < 1:
+def _stuck_lines(running: list[Point], waiting: list[Point]) -> int:
+    """How many stats lines at the end have requests waiting and none running."""
+    stuck = 0
+    for run, wait in zip(reversed(running), reversed(waiting), strict=True):
+        if run.value != 0 or wait.value < 1:
             break
-        found.append(i)
-    return found
+        stuck += 1
+    return stuck
 
 
 def _slow_rank(values: dict[tuple[str, str], list[Point]], metric: str,
