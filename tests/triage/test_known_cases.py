@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from runbook.format.model import Text
 from runbook.library.runbooks import load_library
 from runbook.triage.cases import CASES_FILE, Case, KnownCases, case_terms, shipped
-from runbook.triage.result import triage_sources, triage_text
+from runbook.triage.hits import LineHit
+from runbook.triage.result import _fused, triage_sources, triage_text
 from runbook.triage.sources import Source
+from runbook.triage.verdict import Match
 from tests.triage.corpus import triage_corpus as corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,3 +120,38 @@ def test_a_case_whose_conclusion_is_gone_is_skipped() -> None:
     gone = _cases(("https://example.org/9", "nccl-errors:renamed-away", "frobnicator gave up tries"))
     result = triage_text(LIBRARY, None, UNKNOWN, "paste", cases=gone)
     assert not [m for m in result.matches if m.kind == "case"]
+
+
+def _text_match(conclusion: str, score: float) -> Match:
+    runbook, _, conclusion_id = conclusion.partition(":")
+    line = LineHit(4, "frobnicate.FrobError: gave up", Source("paste"))
+    return Match(runbook, conclusion_id, conclusion_id, Text("t", "t"), [], "similar", 0.3, score,
+                 similar_to=line)
+
+
+def _vote(conclusion: str, score: float, nearest: float) -> Match:
+    runbook, _, conclusion_id = conclusion.partition(":")
+    cases = ((nearest, Case("https://example.org/v", (conclusion,), "v")),)
+    return Match(runbook, conclusion_id, conclusion_id, Text("t", "t"), [], "similar", 0.2, score,
+                 kind="case", cases=cases)
+
+
+def test_a_conclusion_named_by_the_text_and_the_reports_comes_first_once() -> None:
+    ranked = _fused([_text_match(OOM, 40.0), _text_match(SHM, 20.0)],
+                    [_vote(SHM, 0.5, 0.5), _vote("ray-hang:object-store-full", 0.45, 0.45)])
+    assert [f"{m.runbook}:{m.conclusion}" for m in ranked] == [SHM, "ray-hang:object-store-full", OOM]
+    assert ranked[0].kind == "conclusion" and ranked[0].cases  # the text's match, with its reports
+    assert "example.org/v" in ranked[0].why() and "公开报告" in ranked[0].why("zh")
+
+
+def test_reports_barely_alike_do_not_outrank_a_strong_text_match() -> None:
+    weak = _fused([_text_match(OOM, 40.0)], [_vote(SHM, 0.12, 0.12)])
+    strong = _fused([_text_match(OOM, 40.0)], [_vote(SHM, 0.6, 0.6)])
+    assert [m.conclusion for m in weak] == ["oom-batch-or-model", "shm-too-small"]
+    assert [m.conclusion for m in strong] == ["shm-too-small", "oom-batch-or-model"]
+
+
+def test_the_fused_answer_is_no_longer_than_the_two_lists_would_show() -> None:
+    text = [_text_match(f"r:t{i}", 10.0 - i) for i in range(3)]
+    votes = [_vote(f"r:v{i}", 0.5 - i / 10, 0.5) for i in range(5)]
+    assert len(_fused(text, votes)) == 6

@@ -25,9 +25,10 @@ object, so a change to the ranking is made here and nowhere else. Everything her
     from its `score` and the `best` score.
   - `case`: the labelled public reports a log resembles most (cases.py): the `neighbours`
     nearest at `min_similarity` or more vote for their conclusions; each vote is a `similar`
-    match after the signatures' and readings' matches while there are fewer than `fill_to`, or
-    taking turns with BM25's (result.py), its `confidence`
-    from the nearest case's `similarity` and the vote's `share` of all the votes.
+    match after the signatures' and readings' matches while there are fewer than `fill_to`;
+    when only resemblance speaks, the votes and BM25's matches are ranked together (by
+    `text_weight` and `full_similarity`, result.py), a conclusion both name once; its
+    `confidence` from the nearest case's `similarity` and the vote's `share` of all the votes.
   - `reading`: what a pasted stack dump (stacks.py) or the numbers (series.py) show, as a match
     of the conclusion it names when no specific signature matched; a cause, or a knock-on for
     the conclusions in `knock_on` (a rank waiting on others); its `confidence` is lower for a
@@ -82,6 +83,13 @@ RANKING: dict[str, Any] = {
             "neighbours": 5,
             "min_similarity": 0.1,  # TF-IDF cosine: below it a case shares only common words
             "fill_to": 3,  # after a cause or knock-on, only while the answer has fewer matches
+            # in a `similar` answer, the reports' votes and BM25's text matches in one order:
+            # a vote's score over the best vote's, times min(1, its nearest case's similarity /
+            # full_similarity), plus text_weight times a text match's score over the best one's
+            # (result.py `_fused`; on the dev split, leave-one-out, better first answers than
+            # either alone or taking turns)
+            "text_weight": 0.7,
+            "full_similarity": 0.3,
             # 0.1 + 0.2 * similarity * share: 0.1..0.3, a resemblance like `similar`
             "confidence": ["+", 0.1, ["*", 0.2, ["*", "similarity", "share"]]],
         },

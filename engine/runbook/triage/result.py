@@ -19,9 +19,8 @@ import io
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import zip_longest
 from typing import Any
 
 from runbook.library.kb import KnowledgeBase
@@ -39,7 +38,7 @@ from runbook.triage.readings.series import describe_reading
 from runbook.triage.readings.spread import as_readings, describe
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
-from runbook.triage.verdict import CAUSE, KNOCK_ON, SIMILAR, Match, from_readings, order
+from runbook.triage.verdict import KNOCK_ON, SIMILAR, Match, from_readings, order
 
 SCHEMA = "runbook-triage/v1"
 NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
@@ -172,18 +171,43 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
 
 def _with_cases(library: Library, matches: list[Match], verdict: str, cases: KnownCases,
                 count: Counter[str]) -> list[Match]:
-    """The known cases' votes added as `similar` matches of conclusions not named yet: when a
-    signature or a reading named a cause or a knock-on, after its matches, as long as the answer
-    is shorter than the ranking's `fill_to`; when only resemblance speaks (`similar`), at most
-    `fill_to` of them taking turns with the BM25 matches, theirs first (text like a conclusion's,
-    then a report like this one)."""
+    """The known cases' votes added as `similar` matches: when a signature or a reading named a
+    cause or a knock-on, votes for conclusions not named yet, after its matches, as long as the
+    answer is shorter than the ranking's `fill_to`; when only resemblance speaks (`similar`), the
+    votes ranked together with BM25's matches (`_fused`)."""
     rules = RANKING["evidence"]["case"]
-    named = {(m.runbook, m.conclusion) for m in matches}
     votes = case_matches(library, cases.votes(count, rules["neighbours"], rules["min_similarity"]))
+    if verdict == SIMILAR:
+        return _fused(matches, votes)
+    named = {(m.runbook, m.conclusion) for m in matches}
     new = [m for m in votes if (m.runbook, m.conclusion) not in named][: rules["fill_to"]]
-    if verdict in (CAUSE, KNOCK_ON):
-        return [*matches, *new[: max(0, rules["fill_to"] - len(matches))]]
-    return [m for pair in zip_longest(matches, new) for m in pair if m is not None]
+    return [*matches, *new[: max(0, rules["fill_to"] - len(matches))]]
+
+
+def _fused(text: list[Match], votes: list[Match]) -> list[Match]:
+    """BM25's matches (`text`, best first) and the known cases' votes in one order: a vote's
+    score over the best vote's, damped while its nearest report is less than `full_similarity`
+    alike, plus `text_weight` times a text match's score over the best one's. A conclusion both
+    name is one match: the text's, with the reports it rests on. At most as many as the two
+    lists would show: BM25's `top` and `fill_to` votes."""
+    rules = RANKING["evidence"]["case"]
+    best_text = max((m.score for m in text), default=1.0) or 1.0
+    best_vote = max((m.score for m in votes), default=1.0) or 1.0
+    scored: dict[tuple[str, str, str], tuple[float, Match]] = {}
+    for m in text:
+        scored[(m.kind, m.runbook, m.conclusion)] = (rules["text_weight"] * m.score / best_text, m)
+    for vote in votes:
+        key = ("conclusion", vote.runbook, vote.conclusion)
+        nearest = vote.cases[0][0] if vote.cases else 0.0
+        weight = vote.score / best_vote * min(1.0, nearest / rules["full_similarity"])
+        if key in scored:
+            score, m = scored[key]
+            scored[key] = (score + weight, replace(m, cases=vote.cases))
+        else:
+            scored[key] = (weight, vote)
+    limit = RANKING["evidence"]["similar"]["top"] + rules["fill_to"]
+    ranked = sorted(enumerate(scored.values()), key=lambda item: (-round(item[1][0], 9), item[0]))
+    return [m for _, (_, m) in ranked][:limit]
 
 
 def _verdict(matches: list[Match], error_line: LineHit | None) -> str:

@@ -88,15 +88,14 @@ class Match:
             said = describe_reading(self.reading, lang)
             return f"没有错误行；{said}" if zh else f"no error line names it; {said}"
         if self.kind == "case":
-            near = "; ".join(f"{case.source} ({similarity:.2f})" for similarity, case in self.cases[:3])
-            return (f"相似，不是已知特征：像 {len(self.cases)} 份已诊断的公开报告：{near}" if zh
-                    else f"similar, not a known signature: like {len(self.cases)} diagnosed public "
-                         f"report{'s' if len(self.cases) > 1 else ''}: {near}")
+            head = "相似，不是已知特征：" if zh else "similar, not a known signature: "
+            return head + self._reports(lang)
         if self.role == SIMILAR and self.similar_to is not None:
             line = _clip(self.similar_to.text, 100)
-            return (f"相似，不是已知特征：与错误行 '{line}'（{self.similar_to.where}）文字相近" if zh
+            text = (f"相似，不是已知特征：与错误行 '{line}'（{self.similar_to.where}）文字相近" if zh
                     else f"similar, not a known signature: its text resembles the error line '{line}' "
                          f"({self.similar_to.where})")
+            return text + (("；也" if zh else "; and ") + self._reports(lang) if self.cases else "")
         best = self.signatures[0]
         pattern = _clip(best.pattern, 60)
         count = sum(hit.count for hit in self.signatures if hit.pattern == best.pattern)
@@ -108,6 +107,13 @@ class Match:
             return text + (f"；另有 {more} 个特征匹配" if more else "")
         text = f"{count} line{'s' if count > 1 else ''} match '{pattern}' (first at {where})"
         return text + (f"; {more} more signature{'s' if more > 1 else ''} match" if more else "")
+
+    def _reports(self, lang: str) -> str:
+        """The known cases it rests on, nearest first: `like 2 diagnosed public reports: URL (0.41); ...`."""
+        near = "; ".join(f"{case.source} ({similarity:.2f})" for similarity, case in self.cases[:3])
+        if lang == "zh":
+            return f"像 {len(self.cases)} 份已诊断的公开报告：{near}"
+        return f"like {len(self.cases)} diagnosed public report{'s' if len(self.cases) > 1 else ''}: {near}"
 
     def facts(self) -> dict[str, Any]:
         """The facts of the error messages among its matched lines (checks/facts/: amounts, PIDs,
