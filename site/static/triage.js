@@ -170,6 +170,7 @@
       error: regex(data.errors.error), notError: regex(data.errors.not_error),
       traceback: regex(data.errors.traceback)
     };
+    this.frameRe = regex(data.errors.frame);
     this.logEndsRe = { finished: regex(data.logends.finished), rl: regex(data.logends.rl),
                        word: regex(data.logends.word), pointed: regex(data.logends.pointed),
                        values: regex(data.logends.values) };
@@ -184,7 +185,10 @@
     }, this);
     this.nativeRules = data.stacks.frames.native.map(function (rule) { return { rule: rule, re: new RegExp(rule.pattern) }; });
     this.soFile = new RegExp(data.stacks.frames.so_file);
-    this.cases = data.cases && data.cases.items.length ? new KnownCases(data.cases) : null;
+    var tokenizer = new Tokenizer((data.similarity || data.cases).cjk);
+    this.cases = data.cases && data.cases.items.length ? new KnownCases(data.cases, tokenizer) : null;
+    this.similarity = data.similarity && data.similarity.docs.length
+      ? new SimilarityIndex(data.similarity, tokenizer, this.ranking) : null;
     this.signatures = [];
     this.broken = [];
     for (var j = 0; j < data.signatures.length; j++) {
@@ -331,14 +335,27 @@
       read.forEach(function (m) { named[m.key] = true; });
       matches = this.ranking.order(read.concat(matches.filter(function (m) { return !named[m.key]; })));
     }
-    var errorLine = this.errorLine(lines);
+    var query = this.errorQuery(lines), errorLine = query.line;
+    if (errorLine && this.similarity && !matches.some(function (m) { return !m.generic; })) {
+      matches = matches.concat(this.similarity.similar(errorLine, query.text, this.data.conclusions));
+    }
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
-    var verdict = top !== null ? top : errorLine ? "unknown" : "no-error";
+    var verdict = top !== null && top !== "similar" ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
     matches = this.withCases(matches, verdict, lines);
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
-             differences: differences,
-             readings: readings };
+             differences: differences, readings: readings, closest: this.closest(lines, verdict) };
+  };
+
+  // advice.advise's `closest`: with no error line, the conclusions the excerpt's last lines resemble
+  Engine.prototype.closest = function (lines, verdict) {
+    if (verdict !== "no-error" || !this.similarity) return [];
+    var rules = this.data.advice.closest;
+    var texts = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; })
+      .filter(function (t) { return t.trim(); });
+    if (!texts.length) return [];
+    return this.similarity.resembling(texts.slice(-rules.query_lines).join("\n"), rules.top, rules.why_words,
+                                      this.data.conclusions);
   };
 
   // spread.Spread: who writes a line (NCCL's host prefix, else the rank a launcher's prefix names)
@@ -898,15 +915,66 @@
   };
 
   // errorlines.ErrorLines.query_line: the last exception line, else error line, else traceback line
-  Engine.prototype.errorLine = function (lines) {
-    var exception = null, error = null, traceback = null;
-    for (var i = 0; i < lines.length; i++) {
-      var kind = this.errorKind(lines[i].text);
-      if (kind === "exception") exception = lines[i];
-      else if (kind === "error") error = lines[i];
-      else if (kind === "traceback") traceback = lines[i];
+  // scan._see_errors and errorlines.ErrorLines: in each block of lines (as scan.py cuts them), the
+  // last line of each group alike (digits masked); then the line to compare (the last exception,
+  // else error, else traceback line) and what to compare: the line as shown, or for a traceback
+  // cut before its exception, the library frames of its last `keep` lines
+  Engine.prototype.errorQuery = function (lines) {
+    var keep = this.data.errors.keep, kept = { exception: [], error: [], traceback: [] };
+    for (var start = 0; start < lines.length;) {
+      var end = start, size = 0;
+      while (end < lines.length) {
+        size += lines[end].raw.length;
+        end += 1;
+        if (end - start >= this.data.errors.block_lines || size >= this.data.errors.block_chars) break;
+      }
+      var last = Object.create(null), order = [];
+      for (var i = start; i < end; i++) {
+        var masked = lines[i].text.replace(/[0-9]/g, "0");
+        if (!has(last, masked)) order.push(masked);
+        last[masked] = i;
+      }
+      order.map(function (m) { return last[m]; }).sort(function (a, b) { return a - b; }).forEach(function (i) {
+        var kind = this.errorKind(lines[i].text);
+        if (kind) { kept[kind].push(lines[i]); if (kept[kind].length > keep) kept[kind].shift(); }
+      }, this);
+      start = end;
     }
-    return exception || error || traceback;
+    var line = kept.exception.concat(kept.error).length
+      ? (kept.exception.length ? kept.exception : kept.error).slice(-1)[0]
+      : kept.traceback.length ? kept.traceback[kept.traceback.length - 1] : null;
+    if (line === null) return { line: null, text: null };
+    if (kept.exception.length || kept.error.length) return { line: line, text: this.shownText(line) };
+    return { line: line, text: kept.traceback.map(function (l) { return this.libraryFrame(this.shownText(l)); }, this)
+      .join(" ").trim() };
+  };
+
+  // scan._shown for a line kept as an error: as logged, without colours; a long one is its prefix
+  // (rank, time) and the first text_max characters of the normalised line
+  Engine.prototype.shownText = function (line) {
+    var plain = this.stripAnsi(line.raw), raw = Array.from(plain), max = this.data.text_max;
+    if (raw.length <= max) return plain;
+    var text = Array.from(line.text), width = Math.max(0, Math.min(raw.length - text.length, 60));
+    var prefix = plain.slice(plain.length - line.text.length) === line.text ? raw.slice(0, width).join("") : "";
+    return prefix + text.slice(0, max).join("") + (max < text.length ? "…" : "");
+  };
+
+  // errorlines.library_frame: a frame as words (an installed package's module path and function,
+  // an import's machinery as `import`, else the function unless every program has one)
+  Engine.prototype.libraryFrame = function (text) {
+    var e = this.data.errors, found = this.frameRe.exec(text);
+    if (!found) return "";
+    var path = found[1].replace(/\\/g, "/"), func = found[2].replace(/^[<>]+|[<>]+$/g, "");
+    if (path.indexOf("<frozen importlib") === 0) return "import";
+    for (var i = 0; i < e.library_roots.length; i++) {
+      var at = path.lastIndexOf(e.library_roots[i]);
+      if (at >= 0) {
+        var module = path.slice(at + e.library_roots[i].length), dot = module.lastIndexOf(".");
+        if (dot >= 0) module = module.slice(0, dot);
+        return module.replace(/\//g, " ").replace(/_/g, " ") + " " + func.replace(/_/g, " ");
+      }
+    }
+    return e.every_program.indexOf(func.replace(/^_+|_+$/g, "")) >= 0 ? "" : func.replace(/_/g, " ");
   };
 
   // errorlines.ErrorLines.any: some line reads as an exception, an error or a traceback's line
@@ -1201,25 +1269,13 @@
     return word;
   }
 
-  function KnownCases(data) {
-    this.runs = new RegExp("[" + data.cjk + "]+|[a-z0-9]+(?:[-_.][a-z0-9]+)*", "g");
-    this.cjk = new RegExp("^[" + data.cjk + "]");
-    this.maxDigits = data.max_digits;
-    this.items = data.items;
-    var df = Object.create(null), n = data.items.length;
-    data.items.forEach(function (c) { Object.keys(c.terms).forEach(function (t) { df[t] = (df[t] || 0) + 1; }); });
-    this.idf = Object.create(null);
-    Object.keys(df).forEach(function (t) { this.idf[t] = Math.log(n / df[t]); }, this);
-    this.rarest = Math.log(n || 1);
-    this.postings = Object.create(null); // no inherited keys: a log may say `constructor`
-    data.items.forEach(function (c, i) {
-      var v = this.vector(c.terms);
-      Object.keys(v).forEach(function (t) { (this.postings[t] = this.postings[t] || []).push([i, v[t]]); }, this);
-    }, this);
+  // textindex.terms: words (and their hyphen, underscore and dot parts), CJK unigrams and bigrams
+  function Tokenizer(cjk) {
+    this.runs = new RegExp("[" + cjk + "]+|[a-z0-9]+(?:[-_.][a-z0-9]+)*", "g");
+    this.cjk = new RegExp("^[" + cjk + "]");
   }
 
-  // textindex.terms: words (and their hyphen, underscore and dot parts), CJK unigrams and bigrams
-  KnownCases.prototype.terms = function (text) {
+  Tokenizer.prototype.terms = function (text) {
     var out = [], runs = text.toLowerCase().match(this.runs) || [];
     runs.forEach(function (run) {
       if (this.cjk.test(run)) {
@@ -1234,11 +1290,41 @@
     return out;
   };
 
+  // textindex.query_terms: {term: weight} in the order first found; a single CJK character that
+  // is part of a bigram of the query weighs little
+  Tokenizer.prototype.queryTerms = function (text, unigramWeight) {
+    var found = this.terms(text), bigrams = [], weights = Object.create(null), order = [];
+    found.forEach(function (t) { if (t.length === 2 && this.cjk.test(t)) bigrams.push(t); }, this);
+    found.forEach(function (t) {
+      var single = t.length === 1 && this.cjk.test(t);
+      var w = single && bigrams.some(function (b) { return b.indexOf(t) >= 0; }) ? unigramWeight : 1.0;
+      if (!has(weights, t)) { weights[t] = 0; order.push(t); }
+      weights[t] = Math.max(weights[t], w);
+    }, this);
+    return { weights: weights, order: order };
+  };
+
+  function KnownCases(data, tokenizer) {
+    this.tokenizer = tokenizer;
+    this.maxDigits = data.max_digits;
+    this.items = data.items;
+    var df = Object.create(null), n = data.items.length;
+    data.items.forEach(function (c) { Object.keys(c.terms).forEach(function (t) { df[t] = (df[t] || 0) + 1; }); });
+    this.idf = Object.create(null);
+    Object.keys(df).forEach(function (t) { this.idf[t] = Math.log(n / df[t]); }, this);
+    this.rarest = Math.log(n || 1);
+    this.postings = Object.create(null); // no inherited keys: a log may say `constructor`
+    data.items.forEach(function (c, i) {
+      var v = this.vector(c.terms);
+      Object.keys(v).forEach(function (t) { (this.postings[t] = this.postings[t] || []).push([i, v[t]]); }, this);
+    }, this);
+  }
+
   // cases.case_terms: terms of two characters or more that start with a letter, few digits
   KnownCases.prototype.count = function (texts) {
     var count = Object.create(null), keys = [], max = this.maxDigits;
     texts.forEach(function (text) {
-      this.terms(text).forEach(function (t) {
+      this.tokenizer.terms(text).forEach(function (t) {
         if (t.length < 2 || /^[0-9]/.test(t) || (t.match(/[0-9]/g) || []).length > max) return;
         if (!has(count, t)) { count[t] = 0; keys.push(t); }
         count[t] += 1;
@@ -1287,27 +1373,159 @@
     });
   };
 
-  // result._with_cases and cases.case_matches: the votes as `similar` matches of conclusions not named
+  // fallback.SimilarityIndex: every conclusion and article as a BM25 document, from the CLI's own
+  // term counts (site/triage_export.py), summed in the order Python sums them
+  function SimilarityIndex(data, tokenizer, ranking) {
+    this.data = data;
+    this.tokenizer = tokenizer;
+    this.ranking = ranking;
+    this.n = data.docs.length;
+    this.df = Object.create(null);
+    this.postings = Object.create(null); // term -> [doc, field, count], by doc then field
+    this.common = Object.create(null);
+    data.common.forEach(function (word) { this.common[word] = true; }, this);
+    var totals = Object.create(null);
+    this.lengths = data.docs.map(function (doc, i) {
+      var lengths = Object.create(null), seen = Object.create(null);
+      doc.fields.forEach(function (field) {
+        var name = field[0], counts = field[1], length = 0;
+        Object.keys(counts).forEach(function (t) {
+          length += counts[t];
+          if (!seen[t]) { seen[t] = true; this.df[t] = (this.df[t] || 0) + 1; }
+          (this.postings[t] = this.postings[t] || []).push([i, name, counts[t]]);
+        }, this);
+        lengths[name] = length;
+        totals[name] = (totals[name] || 0) + length;
+      }, this);
+      return lengths;
+    }, this);
+    this.average = Object.create(null);
+    Object.keys(totals).forEach(function (name) { this.average[name] = totals[name] / this.n; }, this);
+  }
+
+  SimilarityIndex.prototype.idf = function (term) {
+    var df = this.df[term];
+    return df ? Math.log(1 + this.n / df) : 0;
+  };
+
+  // textindex.Index.scores: per field BM25, weighted by the field's weight, summed
+  SimilarityIndex.prototype.scores = function (query) {
+    var out = [], d = this.data, k1 = d.k1, b = d.b;
+    for (var i = 0; i < this.n; i++) out.push(0);
+    query.order.forEach(function (term) {
+      var idf = this.idf(term), weight = query.weights[term];
+      if (!idf) return;
+      (this.postings[term] || []).forEach(function (p) {
+        var doc = p[0], name = p[1], tf = p[2];
+        var norm = k1 * (1 - b + b * this.lengths[doc][name] / (this.average[name] || 1.0));
+        out[doc] += weight * (has(d.weights, name) ? d.weights[name] : 1.0) * idf * tf * (k1 + 1) / (tf + norm);
+      }, this);
+    }, this);
+    return out;
+  };
+
+  // the documents scoring at least min_score (all, or conclusions only), best first
+  SimilarityIndex.prototype.ranked = function (scores, conclusionsOnly) {
+    var min = this.ranking.rules.evidence.similar.min_score, docs = this.data.docs, out = [];
+    scores.forEach(function (score, i) {
+      if (score >= min && (!conclusionsOnly || docs[i].kind === "conclusion")) out.push(i);
+    });
+    return out.sort(function (a, b) { return (scores[b] - scores[a]) || (a - b); });
+  };
+
+  // fallback.SimilarityIndex.similar: what an error line no signature knows resembles
+  SimilarityIndex.prototype.similar = function (line, text, conclusions) {
+    var d = this.data, rules = this.ranking.rules.evidence.similar;
+    var scores = this.scores(this.tokenizer.queryTerms(text, d.unigram_weight));
+    var ranked = this.ranked(scores, false).slice(0, rules.top);
+    var best = ranked.length ? scores[ranked[0]] : 1.0;
+    return ranked.map(function (i) {
+      var doc = d.docs[i], key = doc.runbook + ":" + doc.id;
+      return { key: key, runbook: doc.runbook, conclusion: doc.id, kind: doc.kind,
+               info: doc.kind === "article" ? d.articles[doc.id] : conclusions[key],
+               role: "similar", generic: false, score: scores[i], first: line, hits: [], time: null,
+               lines: [line], cases: null,
+               confidence: this.ranking.confidence("similar", { score: scores[i], best: best }, "similar") };
+    }, this);
+  };
+
+  // fallback._is_word: Chinese, or a word of three letters or more that not every line has
+  SimilarityIndex.prototype.isWord = function (term) {
+    if (/[\u3400-\u9fff]/.test(term)) return true;
+    return term.length >= 3 && /[a-z]/.test(term) && !this.common[term];
+  };
+
+  // fallback.SimilarityIndex.resembling: the conclusions a paste with no error line resembles, with
+  // the words they share, rarest first
+  SimilarityIndex.prototype.resembling = function (text, top, whyWords, conclusions) {
+    var d = this.data, found = this.tokenizer.queryTerms(text, d.unigram_weight);
+    var query = { weights: Object.create(null), order: [] };
+    found.order.forEach(function (t) {
+      if (this.isWord(t)) { query.weights[t] = found.weights[t]; query.order.push(t); }
+    }, this);
+    var scores = this.scores(query);
+    return this.ranked(scores, true).slice(0, top).map(function (i) {
+      var doc = d.docs[i], key = doc.runbook + ":" + doc.id, held = Object.create(null), self = this;
+      doc.fields.forEach(function (field) { Object.keys(field[1]).forEach(function (t) { held[t] = true; }); });
+      var shared = query.order.filter(function (t) { return held[t]; }).sort(function (a, b) {
+        return (self.idf(b) - self.idf(a)) || (a < b ? -1 : a > b ? 1 : 0);
+      });
+      return { key: key, runbook: doc.runbook, conclusion: doc.id, info: conclusions[key],
+               shared: shared.slice(0, whyWords) };
+    }, this);
+  };
+
+  // result._with_cases and cases.case_matches: the votes as `similar` matches; after a cause's or a
+  // knock-on's own while the answer is short, or ranked with BM25's when only resemblance speaks
   Engine.prototype.withCases = function (matches, verdict, lines) {
     if (!this.cases || verdict === "no-error") return matches;
     var rules = this.data.ranking.evidence["case"];
     var texts = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; });
     var votes = this.cases.votes(this.cases.count(texts), rules.neighbours, rules.min_similarity);
     var total = votes.reduce(function (a, v) { return a + v.score; }, 0) || 1, named = Object.create(null);
-    matches.forEach(function (m) { named[m.key] = true; });
     var found = [];
     votes.forEach(function (vote) {
       var key = vote.conclusion, parts = key.split(":");
-      if (!this.data.conclusions[key] || named[key]) return;
+      if (!this.data.conclusions[key]) return;
       found.push({ key: key, runbook: parts[0], conclusion: parts[1], info: this.data.conclusions[key],
                    role: "similar", kind: "case", generic: false, score: vote.score, first: null, hits: [],
                    time: null, lines: [], cases: vote.cases,
                    confidence: this.ranking.confidence("case", { similarity: vote.cases[0].similarity,
                                                                   share: vote.score / total }, "similar") });
     }, this);
-    found = found.slice(0, rules.fill_to);
-    if (verdict === "unknown") return matches.concat(found); // the page has no BM25 matches
+    if (verdict === "unknown") return this.fused(matches, found);
+    matches.forEach(function (m) { named[m.key] = true; });
+    found = found.filter(function (m) { return !named[m.key]; }).slice(0, rules.fill_to);
     return matches.concat(found.slice(0, Math.max(0, rules.fill_to - matches.length)));
+  };
+
+  // result._fused: BM25's matches and the reports' votes in one order (the ranking's text_weight and
+  // full_similarity); a conclusion both name is the text's match, with the reports it rests on
+  Engine.prototype.fused = function (text, votes) {
+    var rules = this.data.ranking.evidence["case"], limit = this.data.ranking.evidence.similar.top + rules.fill_to;
+    function best(list) { return Math.max.apply(null, list.map(function (m) { return m.score; }).concat([-Infinity])); }
+    var bestText = text.length ? best(text) || 1.0 : 1.0, bestVote = votes.length ? best(votes) || 1.0 : 1.0;
+    var scored = Object.create(null), order = [];
+    text.forEach(function (m) {
+      var key = m.kind + "|" + m.key;
+      if (!has(scored, key)) order.push(key);
+      scored[key] = { score: rules.text_weight * m.score / bestText, match: m };
+    });
+    votes.forEach(function (vote) {
+      var key = "conclusion|" + vote.key, nearest = vote.cases.length ? vote.cases[0].similarity : 0;
+      var weight = vote.score / bestVote * Math.min(1.0, nearest / rules.full_similarity);
+      if (has(scored, key)) {
+        var merged = Object.assign({}, scored[key].match, { cases: vote.cases });
+        scored[key] = { score: scored[key].score + weight, match: merged };
+      } else {
+        order.push(key);
+        scored[key] = { score: weight, match: vote };
+      }
+    });
+    var round9 = function (x) { return Math.round(x * 1e9) / 1e9; };
+    return order.map(function (key, i) { return [i, scored[key]]; })
+      .sort(function (a, b) { return (round9(b[1].score) - round9(a[1].score)) || (a[0] - b[0]); })
+      .slice(0, limit).map(function (pair) { return pair[1].match; });
   };
 
   // -- the page --
@@ -1340,7 +1558,7 @@
     else this.say("no-error", this.ui.triage_no_error);
     if (result.differences.length) this.showDifferences(result.differences);
     if (result.readings.length) this.showReadings(result.readings);
-    if (result.shape) this.showAdvice(result.shape);
+    if (result.shape) this.showAdvice(result.shape, result.closest);
     return result;
   };
 
@@ -1393,7 +1611,7 @@
   };
 
   // What the excerpt lacks and what to collect next (advice_rules.py, applied as the CLI does)
-  Page.prototype.showAdvice = function (shape) {
+  Page.prototype.showAdvice = function (shape, closest) {
     var lang = this.lang, collect = this.engine.data.advice.collect;
     var box = element("div", "triage-advice");
     box.setAttribute("data-shape", shape.id);
@@ -1411,7 +1629,25 @@
       list.appendChild(item);
     }, this);
     box.appendChild(list);
+    if (closest && closest.length) box.appendChild(this.closestList(closest));
     this.status.appendChild(box);
+  };
+
+  // advice's `closest`: the conclusions a paste with no error line resembles, and the words why
+  Page.prototype.closestList = function (closest) {
+    var box = element("div", "triage-closest");
+    box.appendChild(element("p", "triage-closest-title", this.ui.triage_closest));
+    var list = element("ul");
+    closest.forEach(function (c) {
+      var item = element("li"), link = element("a", null, c.info.title[this.lang] || c.info.title.en);
+      item.setAttribute("data-match", c.key);
+      link.href = this.root + c.info.url[this.lang];
+      item.appendChild(link);
+      item.appendChild(element("span", "closest-words", " (" + this.ui.triage_shared_words + " " + c.shared.join(", ") + ")"));
+      list.appendChild(item);
+    }, this);
+    box.appendChild(list);
+    return box;
   };
 
   Page.prototype.clip = function (raw) { // a line as shown: data.text_max characters (triage/scan.py)
@@ -1451,7 +1687,8 @@
     head.appendChild(link);
     item.appendChild(head);
     var meta = element("p", "match-meta");
-    meta.appendChild(element("span", "match-runbook", match.runbook + ":" + match.conclusion));
+    var article = match.kind === "article";
+    meta.appendChild(element("span", "match-runbook", article ? match.conclusion : match.runbook + ":" + match.conclusion));
     info.taxonomy.forEach(function (tid) {
       var tag = element("a", "tag tax", tid);
       tag.href = this.root + this.lang + "/categories/#" + tid;
@@ -1461,9 +1698,11 @@
                              ui.triage_confidence + " " + match.confidence.toFixed(2)));
     item.appendChild(meta);
     if (match.reading) item.appendChild(element("p", "match-reading", this.engine.describeReading(match.reading, this.lang)));
-    else if (match.cases) item.appendChild(this.caseList(match.cases));
-    else item.appendChild(this.lineList(match.lines));
-    var open = element("a", "match-open", ui.triage_open_runbook + " →");
+    else {
+      if (match.lines.length) item.appendChild(this.lineList(match.lines));
+      if (match.cases) item.appendChild(this.caseList(match.cases));
+    }
+    var open = element("a", "match-open", (article ? ui.triage_open_article : ui.triage_open_runbook) + " →");
     open.href = this.root + info.url[this.lang];
     item.appendChild(element("p")).appendChild(open);
     return item;

@@ -177,3 +177,29 @@ def test_search_refresher_swaps_in_a_new_bundle(session) -> None:
     entry = json.loads((site.out / "pagefind" / "pagefind-entry.json").read_text("utf-8"))
     assert entry["languages"]["zh"]["page_count"] > 2
     assert not (site.out / ".pagefind-new").exists() and not (site.out / ".pagefind-old").exists()
+
+
+def test_a_saved_article_is_what_the_triage_page_compares_error_lines_with(session, tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """The triage page's BM25 index holds the articles' text: saving an article writes it again."""
+    site, _ = session
+    folder = tmp_path / "kb" / "frobnicator-notes"
+    folder.mkdir(parents=True)
+    for lang in ("en", "zh"):
+        source = (ROOT / "kb" / "checkpoint-problems" / f"{lang}.md").read_text("utf-8")
+        renamed = source.replace("checkpoint-problems", "frobnicator-notes", 1)
+        (folder / f"{lang}.md").write_text(renamed, "utf-8")
+    article = folder / "en.md"
+    monkeypatch.setenv("RUNBOOK_KB_PATH", str(tmp_path / "kb"))
+    data = site.out / "static" / "triage" / "signatures.json"
+
+    def article_terms() -> set[str]:
+        docs = json.loads(data.read_text("utf-8"))["similarity"]["docs"]
+        return {term for doc in docs if doc["id"] == "frobnicator-notes"
+                for _, counts in doc["fields"] for term in counts}
+
+    site.changed([article])
+    assert "zorblaxian" not in article_terms()
+    article.write_text(article.read_text("utf-8") + "\nA zorblaxian failure.\n", "utf-8")
+    site.changed([article])
+    assert "zorblaxian" in article_terms()

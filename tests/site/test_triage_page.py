@@ -25,7 +25,6 @@ import pytest
 from runbook.library.kb import load_kb
 from runbook.library.runbooks import load_library
 from runbook.triage.advice import shape_of
-from runbook.triage.cases import case_matches, shipped
 from runbook.triage.lognorm import normalize
 from runbook.triage.ranking import RANKING
 from runbook.triage.readings.series import describe_reading
@@ -122,9 +121,10 @@ PAGE_VERDICT = {CAUSE: "cause", KNOCK_ON: "knock-on", "similar": "unknown", "no-
 
 
 def python_answer(result: TriageResult) -> tuple[str, list[tuple[str, str, float]]]:
-    """What the page would show of a Python triage: its verdict, and its known matches in order."""
-    known = [(f"{m.runbook}:{m.conclusion}", m.role, m.confidence) for m in result.matches
-             if m.role in (CAUSE, KNOCK_ON)]
+    """What the page would show of a Python triage: its verdict, and its matches in order but the
+    known cases' votes (a signature's, a reading's, or what the error line's text resembles)."""
+    known = [(f"{m.runbook}:{m.conclusion}", m.role, m.confidence)
+             for m in result.matches if m.kind != "case"]
     return PAGE_VERDICT[result.verdict], known
 
 
@@ -149,23 +149,17 @@ CASE_LOGS = [CORPUS / name for name in (
     "pytorch/38702-connect-refused-unknown-ip.log")]
 
 
-def python_cases(library_and_kb: tuple[Any, Any], result: TriageResult) -> list[tuple[str, list[str]]]:
-    """The case matches the page shows for a Python triage: those in its answer; for `similar`
-    (the page has no BM25 matches to take turns with) the votes as cases.case_matches makes them."""
-    rules = RANKING["evidence"]["case"]
-    if result.verdict == "similar":
-        votes = shipped().votes(result.terms, rules["neighbours"], rules["min_similarity"])
-        chosen = case_matches(library_and_kb[0], votes)[: rules["fill_to"]]
-    else:
-        chosen = [m for m in result.matches if m.kind == "case"]
-    return [(f"{m.runbook}:{m.conclusion}", [case.source for _, case in m.cases]) for m in chosen]
+def python_cases(result: TriageResult) -> list[tuple[str, list[str]]]:
+    """The case matches of a Python triage, in order, with the reports each rests on."""
+    return [(f"{m.runbook}:{m.conclusion}", [case.source for _, case in m.cases])
+            for m in result.matches if m.kind == "case"]
 
 
 def test_page_compares_with_known_cases_like_runbook_triage(browser, site: Path, library_and_kb) -> None:
     verdicts = Counter()
     for path in CASE_LOGS:
         result = python_triage(library_and_kb, path)
-        expected = python_cases(library_and_kb, result)
+        expected = python_cases(result)
         shown = page_triage(browser, site, "en", log_text(path))
         assert shown["cases"] == expected, path.name
         verdicts[result.verdict] += bool(expected)
@@ -367,25 +361,34 @@ def corpus_results(library_and_kb) -> dict[Path, TriageResult]:
     return {path: python_triage(library_and_kb, path) for path in CORPUS_LOGS}
 
 
-def test_page_gives_every_corpus_log_the_verdict_and_matches_of_runbook_triage(
+def test_page_gives_every_corpus_log_the_answer_of_runbook_triage(
         browser, site: Path, corpus_results) -> None:
     """The page's engine on each real-world log (without the page around it, for speed): the
-    same verdict and the same known matches, in order, with the same confidence."""
+    same verdict, the same matches of every kind in order with the same confidence, and with no
+    error line the same closest conclusions for the same words."""
     open_page(browser, site, "en")
     texts = [log_text(path) for path in corpus_results]
     answers = browser.execute_script(
         "return arguments[0].map(function (text) { var r = window.runbookTriage.engine.triage(text);"
-        " return [r.verdict, r.matches.filter(function (m) {"
-        " return m.role === 'cause' || m.role === 'knock-on'; })"
-        " .map(function (m) { return [m.key, m.role, m.confidence.toFixed(2)]; })]; });", texts)
-    differ = []
-    for (path, result), (verdict, known) in zip(corpus_results.items(), answers, strict=True):
-        expected = python_answer(result)
-        if (verdict, [(k, role, float(c)) for k, role, c in known]) != \
-                (expected[0], [(k, role, round(c, 2)) for k, role, c in expected[1]]):
-            differ.append(f"{path.parent.name}/{path.name}: page {verdict} {known[:2]}, CLI {expected[0]} "
-                          f"{expected[1][:2]}")
+        " return [r.verdict, r.matches.map(function (m) {"
+        " return [m.key, m.role, m.confidence.toFixed(2), m.kind || 'conclusion']; }),"
+        " r.closest.map(function (c) { return [c.key, c.shared]; })]; });", texts)
+    differ, kinds = [], Counter()
+    for (path, result), (verdict, matches, closest) in zip(corpus_results.items(), answers, strict=True):
+        closest_cli = result.advice.closest if result.advice else []
+        cli = (PAGE_VERDICT[result.verdict],
+               [[f"{m.runbook}:{m.conclusion}", m.role, round(m.confidence, 2), m.kind]
+                for m in result.matches],
+               [[f"{c.runbook}:{c.conclusion}", c.shared] for c in closest_cli])
+        page = (verdict, [[k, role, float(c), kind] for k, role, c, kind in matches], closest)
+        if page != cli:
+            differ.append(f"{path.parent.name}/{path.name}: page {page[0]} {page[1][:3]} {page[2][:1]}, "
+                          f"CLI {cli[0]} {cli[1][:3]} {cli[2][:1]}")
+        kinds.update(kind for *_, kind in page[1])
+        kinds["closest"] += bool(closest)
     assert not differ, "\n".join(differ)
+    # what an unknown error line resembles (BM25, an article too) and what a paste without one does
+    assert kinds["case"] and kinds["article"] and kinds["closest"] >= 20, kinds
 
 
 def test_page_advises_like_runbook_triage(browser, site: Path, corpus_results) -> None:
@@ -582,3 +585,37 @@ def test_page_makes_no_network_request(browser, site: Path) -> None:
     script = (site / "static" / "triage.js").read_text("utf-8")
     for call in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "sendBeacon"):
         assert call not in script
+
+
+def test_page_shows_what_an_unknown_error_line_resembles(browser, site: Path, library_and_kb) -> None:
+    """BM25's matches on the page: a knowledge-base article links to its page, a conclusion to its
+    runbook, each with the error line it was compared by; a conclusion the reports vote for too
+    lists them as well."""
+    path = CORPUS / "fairseq" / "168-thcudacheck-oom-skipping-batch.log"
+    result = python_triage(library_and_kb, path)
+    assert result.verdict == "similar" and any(m.kind == "article" for m in result.matches)
+    page_triage(browser, site, "en", log_text(path))
+    items = browser.find_elements(By.CSS_SELECTOR, "#triage-results > li")
+    assert [li.get_attribute("data-kind") for li in items] == [m.kind for m in result.matches]
+    for li, match in zip(items, result.matches, strict=True):
+        link = li.find_element(By.CSS_SELECTOR, ".match-open").get_attribute("href")
+        if match.kind == "article":
+            assert f"/kb/{match.conclusion}/" in link and "article" in li.text.lower()
+        if match.kind != "case":
+            assert result.error_line.text[:40] in li.find_element(By.CSS_SELECTOR, ".match-lines").text
+        assert bool(li.find_elements(By.CSS_SELECTOR, ".match-cases a")) == bool(match.cases)
+
+
+def test_page_names_the_closest_conclusions_of_a_paste_without_errors(browser, site: Path,
+                                                                      library_and_kb) -> None:
+    path = CORPUS / "chatglm-tuning" / "89-loss-drops-too-fast.log"
+    result = python_triage(library_and_kb, path)
+    assert result.verdict == "no-error" and result.advice and result.advice.closest
+    for lang, title in (("en", "Closest conclusions"), ("zh", "最接近的结论")):
+        page_triage(browser, site, lang, log_text(path))
+        box = browser.find_element(By.CSS_SELECTOR, "#triage-status .triage-advice .triage-closest")
+        items = box.find_elements(By.CSS_SELECTOR, "li[data-match]")
+        assert [li.get_attribute("data-match") for li in items] == [
+            f"{c.runbook}:{c.conclusion}" for c in result.advice.closest]
+        assert title in box.text and result.advice.closest[0].shared[0] in items[0].text
+        assert result.advice.closest[0].title.get(lang) in items[0].text

@@ -81,7 +81,7 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     pages = P.all_pages(content)
     _render_all(pages, content, theme, out)
     copy_static(theme, out)
-    write_triage_data(content.runbooks, out)  # what the triage page matches logs with
+    write_triage_data(content.runbooks, out, content.kb)  # what the triage page matches logs with
     rendered = time.perf_counter()
     error, reused = "not built (--no-search)", False
     if search:

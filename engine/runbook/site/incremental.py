@@ -91,10 +91,10 @@ class SiteSession:
                 shutil.rmtree(self.out / P.runbook_url(lang, gone), ignore_errors=True)
         previous = old[0] if len(old) == 1 else None
         if previous is None or new is None or previous.id != new.id:  # added, removed or renamed
-            write_triage_data(self.content.runbooks, self.out)
+            write_triage_data(self.content.runbooks, self.out, self.content.kb)
             return {page for kind in before | after for page in kind[1]} | self._index_pages(INDEX_TEMPLATES)
         if triage_data([previous]) != triage_data([new]):
-            write_triage_data(self.content.runbooks, self.out)
+            write_triage_data(self.content.runbooks, self.out, self.content.kb)
         shown = {kind for kind, view in _shown(previous).items() if view != _shown(new)[kind]}
         pages = set(_runbook_pages([new.id]))
         pages |= {page for kind, paths in before | after if kind in shown for page in paths}
@@ -131,6 +131,7 @@ class SiteSession:
             raise ContentError(str(broken[0]))
         self.content.kb = kb
         self.content.forget_indexes()
+        write_triage_data(self.content.runbooks, self.out, kb)  # the page compares error lines with articles
         after = {rb.id for rb in self.content.runbooks_for_article(slug)}
         if slug not in kb.articles:
             for lang in LANGS:

@@ -24,13 +24,15 @@ from runbook.checks.facts import _text, cuda_oom, stackframes, state_dict
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.library import textindex
+from runbook.library.kb import KnowledgeBase
 from runbook.site import pages as P
 from runbook.triage import errorlines, lognorm, sources
 from runbook.triage.advice_rules import ADVICE
 from runbook.triage.cases import MAX_DIGITS, shipped
+from runbook.triage.fallback import Article, SimilarityIndex, articles_of
 from runbook.triage.ranking import RANKING
 from runbook.triage.readings import logends, series, spread, stacks, topology
-from runbook.triage.scan import TEXT_MAX, TIME_LOOKBACK
+from runbook.triage.scan import BLOCK_CHARS, BLOCK_LINES, TEXT_MAX, TIME_LOOKBACK
 from runbook.triage.score import is_generic, specificity
 from runbook.triage.verdict import MAX_TAXONOMY
 
@@ -39,9 +41,10 @@ DIRECTORY = "static/triage"
 GLOBAL = "RUNBOOK_TRIAGE"
 
 
-def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
-    """The exported object: signatures, conclusions, the ranking, and the regexes of lognorm and
-    errorlines."""
+def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) -> dict[str, Any]:
+    """The exported object: signatures, conclusions, the ranking, the regexes of lognorm and
+    errorlines, and the BM25 index of conclusions and `articles` (fallback.py) an error line no
+    signature knows is compared with."""
     signatures: list[dict[str, Any]] = []
     conclusions: dict[str, dict[str, Any]] = {}
     for rb in runbooks:
@@ -65,7 +68,10 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
                       "entities": lognorm.ENTITIES},
         "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
                    "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS),
-                   "traceback": _js(errorlines.TRACEBACK)},
+                   "traceback": _js(errorlines.TRACEBACK), "keep": errorlines.KEEP,
+                   "frame": _js(errorlines.FRAME), "library_roots": list(errorlines.LIBRARY_ROOTS),
+                   "every_program": sorted(errorlines.EVERY_PROGRAM),
+                   "block_lines": BLOCK_LINES, "block_chars": BLOCK_CHARS},
         "logends": {"rules": logends.RULES, "finished": _js(logends.FINISHED), "rl": _js(logends.RL),
                     "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
@@ -95,7 +101,24 @@ def triage_data(runbooks: list[Runbook]) -> dict[str, Any]:
         "signatures": signatures,
         "conclusions": conclusions,
         "cases": _cases(by_id, conclusions),
+        "similarity": _similarity(runbooks, articles or [], conclusions),
     }
+
+
+def _similarity(runbooks: list[Runbook], articles: list[Article],
+                conclusions: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """fallback.SimilarityIndex as data, each document's conclusion joining the exported ones and
+    each article's title, taxonomy and page beside it."""
+    index = SimilarityIndex(runbooks, articles)
+    by_id = {rb.id: rb for rb in runbooks}
+    for kind, runbook, item_id, _, _ in index.items:
+        if kind == "conclusion":
+            conclusions.setdefault(f"{runbook}:{item_id}", _conclusion(by_id[runbook], item_id))
+    return {**index.export(), "cjk": textindex.CJK,
+            "articles": {slug: {"title": {lang: titles.get(lang, titles.get("en", slug)) for lang in LANGS},
+                                "taxonomy": taxonomy[:MAX_TAXONOMY],
+                                "url": {lang: P.article_url(lang, slug) for lang in LANGS}}
+                         for slug, titles, taxonomy, _ in articles}}
 
 
 def _cases(by_id: dict[str, Runbook], conclusions: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -144,11 +167,11 @@ def _topology() -> dict[str, Any]:
             "texts": topology.TEXTS}
 
 
-def write(runbooks: list[Runbook], out: Path) -> Path:
+def write(runbooks: list[Runbook], out: Path, kb: KnowledgeBase | None = None) -> Path:
     """Write signatures.json and signatures.js under `out`/static/triage; return that folder."""
     folder = out / DIRECTORY
     folder.mkdir(parents=True, exist_ok=True)
-    data = triage_data(runbooks)
+    data = triage_data(runbooks, articles_of(kb))
     text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     (folder / "signatures.json").write_text(text + "\n", "utf-8")
     # `</` never appears raw inside a script: a title holding `</script>` stays text.

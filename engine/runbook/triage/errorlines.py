@@ -31,13 +31,13 @@ ERROR_LINE = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|é
                     r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+")
 # A traceback's first line, or one of its frames (`File "...", line 12, in f`; faulthandler's
 # `line 12 in f`, without the comma, is a stack dump, not an error).
-_FRAME = re.compile(r"\bFile \"([^\"]+)\", line \d+, in (\S+)")  # its file and function
-TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|" + _FRAME.pattern)
+FRAME = re.compile(r"\bFile \"([^\"]+)\", line \d+, in (\S+)")  # its file and function
+TRACEBACK = re.compile(r"\bTraceback \(most recent call last\):|" + FRAME.pattern)
 # Where installed packages live: what follows is the module's path (the standard library's
 # frames, runpy and threading, say nothing about the failure).
-_LIBRARY_ROOTS = ("site-packages/", "dist-packages/")
+LIBRARY_ROOTS = ("site-packages/", "dist-packages/")
 # Functions every program has: a frame in one says nothing about what failed.
-_EVERY_PROGRAM = frozenset({"main", "module", "wrapper", "call", "call_impl", "wrapped_call_impl", "inner",
+EVERY_PROGRAM = frozenset({"main", "module", "wrapper", "call", "call_impl", "wrapped_call_impl", "inner",
                             "forward", "run", "train", "decorate_context", "f", "fn", "func", "launch",
                             "run_code", "run_module_as_main", "init", "invoke", "handler"})
 NOT_ERRORS = re.compile(r"\b(?:0 errors?|no errors?|error_rate|ignore_errors|on_error)\b", re.IGNORECASE)
@@ -88,18 +88,18 @@ def library_frame(text: str) -> str:
     """A frame as words: an installed package's module path and function; an import's machinery
     as `import`; elsewhere (a source checkout, the user's script) the function's name, unless it
     is one every program has (`main`, `forward`); "" for a traceback's first line."""
-    m = _FRAME.search(text)
+    m = FRAME.search(text)
     if not m:
         return ""
     path, func = m.group(1).replace("\\", "/"), m.group(2).strip("<>")
     if path.startswith("<frozen importlib"):
         return "import"
-    for marker in _LIBRARY_ROOTS:
+    for marker in LIBRARY_ROOTS:
         at = path.rfind(marker)
         if at >= 0:
             module = path[at + len(marker):].rsplit(".", 1)[0]
             return f"{module.replace('/', ' ').replace('_', ' ')} {func.replace('_', ' ')}"
-    return "" if func.strip("_") in _EVERY_PROGRAM else func.replace("_", " ")
+    return "" if func.strip("_") in EVERY_PROGRAM else func.replace("_", " ")
 
 
 def may_hold_error(lowered: str) -> bool:

@@ -17,10 +17,12 @@ indexes these few hundred documents in milliseconds.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from runbook.format.model import LANGS, Runbook, Text
-from runbook.library.runbooks import Library
-from runbook.library.textindex import Index, query_terms
+from runbook.library.kb import KnowledgeBase
+from runbook.library.textindex import K1, UNIGRAM_QUERY_WEIGHT, B, Index, query_terms
 from runbook.triage.hits import LineHit
 from runbook.triage.ranking import RANKING
 from runbook.triage.verdict import MAX_TAXONOMY, SIMILAR, Match, confidence
@@ -28,13 +30,29 @@ from runbook.triage.verdict import MAX_TAXONOMY, SIMILAR, Match, confidence
 WEIGHTS = {"title": 3.0, "signature": 2.0, "explanation": 1.0, "body": 0.5}
 
 
+Article = tuple[str, dict[str, str], list[str], str]  # slug, title per language, taxonomy, text
+
+
+def articles_of(kb: KnowledgeBase | None) -> list[Article]:
+    """The knowledge base's articles as BM25 documents: titles in every language, the English
+    summary and body."""
+    if kb is None:
+        return []
+    out = []
+    for slug, versions in sorted(kb.articles.items()):
+        titles = {lang: article.title for lang, article in versions.items()}
+        english = versions.get("en") or next(iter(versions.values()))
+        out.append((slug, titles, list(english.taxonomy), english.summary + "\n" + english.body))
+    return out
+
+
 class SimilarityIndex:
     """Conclusions and articles as BM25 documents."""
 
-    def __init__(self, library: Library, articles: list[tuple[str, dict[str, str], list[str], str]]) -> None:
+    def __init__(self, runbooks: Iterable[Runbook], articles: list[Article]) -> None:
         self.index = Index(WEIGHTS)
         self.items: list[tuple[str, str, str, Text, list[str]]] = []  # kind, runbook, id, title, taxonomy
-        for runbook in sorted(library.runbooks(), key=lambda r: r.id):
+        for runbook in sorted(runbooks, key=lambda r: r.id):
             for conclusion in runbook.conclusions.values():
                 if not conclusion.taxonomy:
                     continue
@@ -83,6 +101,16 @@ class SimilarityIndex:
             shared = sorted((t for t in query if t in held), key=lambda t: (-self.index.idf(t), t))
             out.append((runbook, item_id, title, taxonomy[:MAX_TAXONOMY], shared[:why_words]))
         return out
+
+
+    def export(self) -> dict[str, Any]:
+        """The index as the triage page reads it (site/triage_export.py): each document's fields
+        with their term counts, in the order Python sums them, and the BM25 constants."""
+        docs = [{"kind": kind, "runbook": runbook, "id": item_id,
+                 "fields": [[name, dict(counts)] for name, counts in doc.items()]}
+                for (kind, runbook, item_id, _, _), doc in zip(self.items, self.index.docs, strict=True)]
+        return {"weights": WEIGHTS, "k1": K1, "b": B, "unigram_weight": UNIGRAM_QUERY_WEIGHT,
+                "common": sorted(_COMMON), "docs": docs}
 
 
 _COMMON = frozenset({"the", "and", "for", "with", "was", "are", "not", "but", "from", "this", "that",

@@ -27,7 +27,7 @@ from runbook.library.kb import KnowledgeBase
 from runbook.library.runbooks import Library
 from runbook.triage.advice import Advice, advise, shape_of
 from runbook.triage.cases import KnownCases, case_matches, case_terms, shipped
-from runbook.triage.fallback import SimilarityIndex
+from runbook.triage.fallback import SimilarityIndex, articles_of
 from runbook.triage.hits import LineHit
 from runbook.triage.logstream import LogShape, open_log, read_lines
 from runbook.triage.ordering import role_rank
@@ -156,11 +156,11 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     line = scanner.errors.query_line()
     index: SimilarityIndex | None = None
     if not specific and line is not None:
-        index = SimilarityIndex(library, _articles(kb))
+        index = SimilarityIndex(library.runbooks(), articles_of(kb))
         matches = [*matches, *index.similar(line, text=scanner.errors.query_text())]
     verdict = _verdict(matches, line)
     if verdict == "no-error":
-        index = index or SimilarityIndex(library, _articles(kb))
+        index = index or SimilarityIndex(library.runbooks(), articles_of(kb))
     advice = advise(scanner.tail, verdict, index.resembling if index else None)
     count = case_terms(scanner.tail)  # the last lines as normalised, as the page reads them too
     if verdict != "no-error":
@@ -215,17 +215,6 @@ def _verdict(matches: list[Match], error_line: LineHit | None) -> str:
     reads as an error (no signature knows it, and it may resemble nothing), else `no-error`."""
     return min((m.role for m in matches), key=role_rank,
                default=SIMILAR if error_line is not None else "no-error")
-
-
-def _articles(kb: KnowledgeBase | None) -> list[tuple[str, dict[str, str], list[str], str]]:
-    if kb is None:
-        return []
-    out = []
-    for slug, versions in sorted(kb.articles.items()):
-        titles = {lang: article.title for lang, article in versions.items()}
-        english = versions.get("en") or next(iter(versions.values()))
-        out.append((slug, titles, list(english.taxonomy), english.summary + "\n" + english.body))
-    return out
 
 
 def _who(line: LineHit | None, lang: str) -> str:
