@@ -191,3 +191,70 @@ def test_a_live_process_gives_its_torch_version_from_the_libtorch_it_maps(
     assert result["torch_version"] == imported
     assert result["version_sources"]["torch"] == "maps"
     assert result["available"] is True and result["matches"] == []  # no row names this release
+
+
+# NCCL releases whose bug fails with an error (kind `error`): each row needs the bug's own log line as well
+# as an affected release. The lines are from the threads the rows cite.
+NET_ID_0 = [
+    "graph/search.cc:1135 NCCL WARN Could not find a path for pattern 1, falling back to simple order",
+    "graph/topo.h:230 NCCL WARN Could not find NET with id 0",
+    "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:3376, internal error - please report this issue to the NCCL developers, NCCL "
+    "version 2.25.1",
+]
+P2P_SETUP = ["(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] Cuda failure "
+             "'invalid argument'"]
+UDS_BIND = ["h:33:10589 [2] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket "
+            "/tmp/nccl-socket-2-e647f8d8e15809a1 failed : Address already in use (98)"]
+
+
+def _error_ids(nccl: str, lines: list[str]) -> list[str]:
+    hit = _regressions.match(_regressions.load(), {"torch": [], "nccl": [nccl]}, lines)
+    return [m["id"] for m in hit if m["kind"] == "error"]
+
+
+@pytest.mark.parametrize(("nccl", "lines", "ids"), [
+    ("2.25.1", NET_ID_0, ["nccl-2.24-2.26-nic-fusion-net-id-0"]),
+    ("2.26.2", NET_ID_0, ["nccl-2.24-2.26-nic-fusion-net-id-0"]),
+    ("2.27.3", NET_ID_0, []),  # the release that fixes it
+    ("2.23.4", NET_ID_0, []),  # before NIC fusion
+    ("2.18.1", P2P_SETUP, ["nccl-2.18-p2p-setup-invalid-argument"]),
+    ("2.19.1", P2P_SETUP, ["nccl-2.18-p2p-setup-invalid-argument"]),
+    ("2.18.6", P2P_SETUP, []),
+    ("2.19.3", P2P_SETUP, []),
+    # the fabric manager's NVLS failure in the same words is not the P2P bug
+    ("2.18.5", ["n7:4411:4470 [3] transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'"], []),
+    ("2.20.3", UDS_BIND, ["nccl-2.20.3-uds-bind-comm-split"]),
+    ("2.20.5", UDS_BIND, []),
+    ("2.25.1", ["t:259034:259124 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856"],
+     ["nccl-2.25.1-blackwell-shared-memory"]),
+    # an affected release with no line of its bug: the version alone never matches an error row
+    ("2.25.1", ["NCCL version 2.25.1+cuda12.8"], []),
+    ("2.18.1", ["NCCL version 2.18.1+cuda12.1"], []),
+])
+def test_an_error_row_needs_an_affected_release_and_the_bugs_line(nccl: str, lines: list[str],
+                                                                   ids: list[str]) -> None:
+    assert _error_ids(nccl, ["noise", *lines]) == ids
+
+
+def test_every_error_row_names_its_lines_its_fix_and_a_pip_requirement() -> None:
+    rows = [row for row in _regressions.load() if row["kind"] == "error"]
+    assert len(rows) >= 4
+    for row in rows:
+        assert row["component"] == "nccl" and row["affected"] and row["log_all"] and row["fixed_in"]
+        assert row["upgrade"].startswith("nvidia-nccl-cu12>=")
+
+
+def test_the_check_matches_an_error_row_from_the_log_and_the_version_it_printed(
+        tmp_path: Path, make_ctx: Callable[..., CheckContext]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(NET_ID_0) + "\n")
+    result = known_issues.run({"log": str(log), "match": "no-such-job-[x]yz", "nccl_version": "2.25.1",
+                               "import_torch": False}, make_ctx(20))
+    assert result["available"] is True, result["reason"]
+    assert result["matched_ids"] == ["nccl-2.25.1-comm-abort-hang", "nccl-2.24-2.26-nic-fusion-net-id-0"]
+    assert result["matched_kinds"] == ["abort-hang", "error"]
+    error = next(m for m in result["matches"] if m["kind"] == "error")
+    assert error["version"] == "2.25.1" and error["fixed_in"] == "2.27.3"
+    assert error["log_lines"] == ["graph/topo.h:230 NCCL WARN Could not find NET with id 0"]
+    assert result["watchdog"] is None and result["abort_hang"]["id"] == "nccl-2.25.1-comm-abort-hang"

@@ -22,7 +22,7 @@ from typing import Any
 
 TABLE = "known_regressions.json"
 COMPONENTS = ("torch", "nccl")
-KINDS = ("watchdog", "abort-hang")
+KINDS = ("watchdog", "abort-hang", "error")
 _REQUIRED = ("id", "component", "kind", "title", "fix", "workaround", "sources")
 _OPTIONAL = ("affected", "fixed_in", "log_all", "env", "upgrade")
 _SPEC = re.compile(r"^(==|!=|>=|<=|>|<)(\d+(?:\.\d+){0,3})$")
