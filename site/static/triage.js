@@ -943,10 +943,11 @@
     var line = kept.exception.concat(kept.error).length
       ? (kept.exception.length ? kept.exception : kept.error).slice(-1)[0]
       : kept.traceback.length ? kept.traceback[kept.traceback.length - 1] : null;
-    if (line === null) return { line: null, text: null };
-    if (kept.exception.length || kept.error.length) return { line: line, text: this.shownText(line) };
-    return { line: line, text: kept.traceback.map(function (l) { return this.libraryFrame(this.shownText(l)); }, this)
-      .join(" ").trim() };
+    var all = kept.exception.concat(kept.error, kept.traceback);
+    if (line === null) return { line: null, text: null, kept: all };
+    if (kept.exception.length || kept.error.length) return { line: line, text: this.shownText(line), kept: all };
+    return { line: line, kept: all,
+             text: kept.traceback.map(function (l) { return this.libraryFrame(this.shownText(l)); }, this).join(" ").trim() };
   };
 
   // scan._shown for a line kept as an error: as logged, without colours; a long one is its prefix
@@ -1137,8 +1138,124 @@
       groups[key].push(hit);
     });
     keys = this.refine(groups, keys);
+    var bugs = this.releaseBugs(lines, hits), target = this.releaseRefine(groups, keys, bugs);
+    if (target !== null) keys = target.keys;
     var matches = keys.map(function (key) { return this.match(key, groups[key], lines); }, this);
+    matches.forEach(function (m) {
+      if (target === null || m.key !== target.key) return;
+      var texts = this.hitTexts(groups[m.key]);
+      m.release = bugs.filter(function (b) { return this.showsBug(b, texts); }, this)[0] || bugs[0];
+    }, this);
     return this.ranking.order(matches);
+  };
+
+  // -- releases.py: a confirmed bug of the NCCL release the log states, shown by its own lines --
+
+  function versionTuple(text) { // _regressions.version_tuple
+    var found = /^(\d+(?:\.\d+){0,3})/.exec(String(text || "").trim());
+    if (!found) return null;
+    var parts = found[1].split(".").map(Number);
+    while (parts.length < 3) parts.push(0);
+    return parts;
+  }
+
+  function compareVersions(a, b) {
+    for (var i = 0; i < Math.max(a.length, b.length); i++) {
+      var x = i < a.length ? a[i] : -1, y = i < b.length ? b[i] : -1; // Python compares tuples so
+      if (x !== y) return x < y ? -1 : 1;
+    }
+    return 0;
+  }
+
+  function satisfies(version, specs) { // _regressions.satisfies: every specifier holds
+    var have = versionTuple(version);
+    return have !== null && specs.every(function (spec) {
+      var m = /^(==|!=|>=|<=|>|<)(.*)$/.exec(spec), c = compareVersions(have, versionTuple(m[2]));
+      return { "==": c === 0, "!=": c !== 0, ">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0 }[m[1]];
+    });
+  }
+
+  // hits.LineHit.whole: a kept line as logged; a long one as normalised, up to full_max characters
+  Engine.prototype.whole = function (line) {
+    if (Array.from(line.raw).length > this.data.text_max) return Array.from(line.text).slice(0, this.data.full_max).join("");
+    return this.shownText(line);
+  };
+
+  Engine.prototype.hitTexts = function (hits) {
+    var out = [];
+    hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { out.push(this.whole(l)); }, this); }, this);
+    return out;
+  };
+
+  Engine.prototype.releaseRegex = function (pattern) {
+    this.releaseRes = this.releaseRes || Object.create(null);
+    if (!has(this.releaseRes, pattern)) {
+      try { this.releaseRes[pattern] = new RegExp(pattern); } catch (err) { this.releaseRes[pattern] = null; }
+    }
+    return this.releaseRes[pattern];
+  };
+
+  // releases.Releases.bugs: the table's rows a stated version is affected by and whose lines the
+  // excerpt's last lines, error lines and matched lines all hold (_regressions.match)
+  Engine.prototype.releaseBugs = function (lines, hits) {
+    var r = this.data.releases, versions = [];
+    if (!r) return [];
+    lines.forEach(function (line) {
+      var low = line.text.toLowerCase();
+      r.versions.forEach(function (v) {
+        if (low.indexOf(v.needle) < 0) return;
+        var re = regex(v.regex, "g"), m;
+        while ((m = re.exec(line.text)) !== null) if (versions.indexOf(m[1]) < 0) versions.push(m[1]);
+      });
+    });
+    if (!versions.length) return [];
+    var texts = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.text; })
+      .concat(this.errorQuery(lines).kept.map(this.whole, this), this.hitTexts(hits));
+    var out = [];
+    r.rows.forEach(function (row) {
+      var version = row.affected ? versions.filter(function (v) { return satisfies(v, row.affected); })[0] : versions[0];
+      if (version === undefined) return;
+      var found = (row.log_all || []).every(function (p) {
+        var re = this.releaseRegex(p);
+        return re !== null && texts.some(function (t) { return re.test(t); });
+      }, this);
+      if (found) out.push(Object.assign({}, row, { version: version }));
+    }, this);
+    return out;
+  };
+
+  Engine.prototype.showsBug = function (bug, texts) {
+    return (bug.log_all || []).some(function (p) {
+      var re = this.releaseRegex(p);
+      return re !== null && texts.some(function (t) { return re.test(t); });
+    }, this);
+  };
+
+  // verdict._release_bugs: the hits showing a bug's own lines, and those of its runbook's last
+  // resorts, move to releases.CONCLUSION; {key, keys}, or null
+  Engine.prototype.releaseRefine = function (groups, keys, bugs) {
+    var target = this.data.releases ? this.data.releases.conclusion : null;
+    if (!bugs.length || !target || !this.data.conclusions[target]) return null;
+    var book = target.split(":")[0];
+    keys.slice().forEach(function (key) {
+      if (key === target) return;
+      var info = this.data.conclusions[key], texts = this.hitTexts(groups[key]);
+      var explained = (key.split(":")[0] === book && info && info.catch_all)
+        || bugs.some(function (b) { return this.showsBug(b, texts); }, this);
+      if (!explained) return;
+      if (!groups[target]) { groups[target] = []; keys.push(target); }
+      groups[target] = groups[target].concat(groups[key]);
+      delete groups[key];
+      keys = keys.filter(function (k) { return k !== key; });
+    }, this);
+    return { key: target, keys: keys };
+  };
+
+  // releases.describe: the release, its bug and where it is fixed
+  Engine.prototype.describeRelease = function (bug, lang) {
+    var fixed = bug.fixed_in, source = bug.sources[0], title = bug.title[lang] || bug.title.en;
+    if (lang === "zh") return "NCCL " + bug.version + " 有已确认的缺陷：" + title + (fixed ? "（" + fixed + " 修复）" : "") + "，" + source;
+    return "NCCL " + bug.version + " has a confirmed bug: " + title + (fixed ? " (fixed in " + fixed + ")" : "") + ", " + source;
   };
 
   // verdict._refine: a conclusion's hits move to a more specific one where their lines' facts say so
@@ -1697,6 +1814,7 @@
     meta.appendChild(element("span", "match-confidence",
                              ui.triage_confidence + " " + match.confidence.toFixed(2)));
     item.appendChild(meta);
+    if (match.release) item.appendChild(element("p", "match-release", this.engine.describeRelease(match.release, this.lang)));
     if (match.reading) item.appendChild(element("p", "match-reading", this.engine.describeReading(match.reading, this.lang)));
     else {
       if (match.lines.length) item.appendChild(this.lineList(match.lines));

@@ -27,6 +27,7 @@ from runbook.library.runbooks import load_library
 from runbook.triage.advice import shape_of
 from runbook.triage.lognorm import normalize
 from runbook.triage.ranking import RANKING
+from runbook.triage.readings import releases
 from runbook.triage.readings.series import describe_reading
 from runbook.triage.result import TriageResult, triage_sources
 from runbook.triage.sources import Source
@@ -619,3 +620,21 @@ def test_page_names_the_closest_conclusions_of_a_paste_without_errors(browser, s
             f"{c.runbook}:{c.conclusion}" for c in result.advice.closest]
         assert title in box.text and result.advice.closest[0].shared[0] in items[0].text
         assert result.advice.closest[0].title.get(lang) in items[0].text
+
+
+def test_page_names_a_release_bug_like_runbook_triage(browser, site: Path, library_and_kb,
+                                                      tmp_path: Path) -> None:
+    text = ("gpu01:4242:4242 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"
+            "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, "
+            "unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n[rank1]: Last error:\n"
+            "[rank1]: Cuda failure 'invalid argument'\n")
+    path = tmp_path / "release.log"
+    path.write_text(text)
+    result = python_triage(library_and_kb, path)
+    first = result.matches[0]
+    assert first.release is not None
+    for lang in ("en", "zh"):
+        shown = page_triage(browser, site, lang, text)
+        assert (shown["verdict"], shown["matches"]) == python_answer(result)
+        said = shown["items"][0].find_element(By.CSS_SELECTOR, ".match-release").text
+        assert said == releases.describe(first.release, lang)

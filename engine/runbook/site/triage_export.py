@@ -31,12 +31,13 @@ from runbook.triage.advice_rules import ADVICE
 from runbook.triage.cases import MAX_DIGITS, shipped
 from runbook.triage.fallback import Article, SimilarityIndex, articles_of
 from runbook.triage.ranking import RANKING
-from runbook.triage.readings import logends, series, spread, stacks, topology
-from runbook.triage.scan import BLOCK_CHARS, BLOCK_LINES, TEXT_MAX, TIME_LOOKBACK
+from runbook.triage.readings import logends, releases, series, spread, stacks, topology
+from runbook.triage.scan import BLOCK_CHARS, BLOCK_LINES, FULL_MAX, TEXT_MAX, TIME_LOOKBACK
 from runbook.triage.score import is_generic, specificity
 from runbook.triage.verdict import MAX_TAXONOMY
 
 SCHEMA = "runbook-triage-page/v1"
+_RELEASE_FIELDS = ("id", "affected", "log_all", "title", "fixed_in", "sources")
 DIRECTORY = "static/triage"
 GLOBAL = "RUNBOOK_TRIAGE"
 
@@ -102,6 +103,13 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
         "conclusions": conclusions,
         "cases": _cases(by_id, conclusions),
         "similarity": _similarity(runbooks, articles or [], conclusions),
+        "releases": {"conclusion": releases.CONCLUSION, "component": releases.COMPONENT,
+                     "versions": [{"needle": v["needle"], "regex": _js(re.compile(v["pattern"]))}
+                                  for v in releases.VERSIONS],
+                     # the table's own regexes (Python's, with lookahead), compiled by the page as they are
+                     "rows": [{key: row[key] for key in _RELEASE_FIELDS if key in row}
+                              for row in releases.rows()]},
+        "full_max": FULL_MAX,
     }
 
 
@@ -139,7 +147,7 @@ def _linked_conclusions() -> list[str]:
     return ([fact["conclusion"] for fact in spread.FACTS] + list(series.CONCLUSIONS.values())
             + list(logends.CONCLUSIONS.values()) + list(topology.CONCLUSIONS.values())
             + list(stacks.WAIT_CONCLUSIONS.values()) + [stacks.MISMATCH, stacks.GUESS]
-            + [rule["becomes"] for rule in RANKING["refine"]])
+            + [rule["becomes"] for rule in RANKING["refine"]] + [releases.CONCLUSION])
 
 
 def _state_dict() -> dict[str, Any]:

@@ -26,6 +26,7 @@ from runbook.triage.advice_rules import ADVICE
 from runbook.triage.errorlines import ErrorLines, may_hold_error
 from runbook.triage.hits import STDIN, LineHit, SignatureHit
 from runbook.triage.lognorm import ANSI, join_wrapped, normalize_block
+from runbook.triage.readings.releases import Releases
 from runbook.triage.readings.series import Series
 from runbook.triage.readings.spread import Spread, may_state_facts
 from runbook.triage.readings.stacks import Stacks
@@ -165,6 +166,7 @@ class Triage:
         self.spread = Spread()  # versions and settings per host or rank, compared at the end
         self.series = Series()  # metric values per rank, read at the end (series.py)
         self.stacks = Stacks()  # the threads of pasted stack dumps (stacks.py)
+        self.releases = Releases()  # the NCCL versions the logs state (releases.py)
         self._source = STDIN
         self._compile()
 
@@ -238,6 +240,7 @@ class Triage:
                 self.spread.see(raw, line, self._source, number)
         self.series.block(numbers, texts, block.lines, block.lowered)
         self.stacks.block(numbers, texts, block.lines, block.lowered, self._source)
+        self.releases.block(block.lines, block.lowered)
         times: dict[int, str | None] = {}  # each line's own timestamp, read once per block
         for pattern in self._candidates(block.lowered):
             found = block.find(pattern)
@@ -295,8 +298,13 @@ class Triage:
         return list(self._hits.values())
 
     def matches(self) -> list[Match]:
-        """The failures the logs show, ranked (verdict.rank)."""
-        return rank(self.library, self.hits(), self.counts)
+        """The failures the logs show, ranked (verdict.rank), with the release bugs the stated
+        versions and the excerpt's lines show (releases.py)."""
+        hits = self.hits()
+        kept = [h.whole for kind in (self.errors.exceptions, self.errors.errors, self.errors.tracebacks)
+                for h in kind]
+        kept += [line.whole for hit in hits for line in hit.lines()]
+        return rank(self.library, hits, self.counts, self.releases.bugs([*self.tail, *kept]))
 
 
 def triage(lines: Iterable[str], library: Library,

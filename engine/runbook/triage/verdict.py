@@ -16,7 +16,7 @@ about it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from runbook.triage.hits import LineHit, SignatureHit
 from runbook.triage.ordering import order as order_by_ranking
 from runbook.triage.ordering import position, role_rank
 from runbook.triage.ranking import RANKING
+from runbook.triage.readings import releases
 from runbook.triage.readings.series import HEALTHY, describe_reading
 from runbook.triage.resolver import PatternKey, TaxonomyResolver
 from runbook.triage.score import strength
@@ -54,6 +55,7 @@ class Match:
     catch_all: bool = False  # its conclusion is the library's last resort (`generic: true`)
     reading: dict[str, Any] | None = None  # for a `reading` match: what the dump or the numbers show
     cases: tuple[tuple[float, Any], ...] = ()  # for a `case` match: (similarity, cases.Case), nearest first
+    release: dict[str, Any] | None = None  # a release bug the version and lines show (releases.py)
 
     @property
     def first(self) -> LineHit | None:
@@ -96,6 +98,13 @@ class Match:
                     else f"similar, not a known signature: its text resembles the error line '{line}' "
                          f"({self.similar_to.where})")
             return text + (("；也" if zh else "; and ") + self._reports(lang) if self.cases else "")
+        said = self._signature_why(lang)
+        if self.release is not None:
+            return releases.describe(self.release, lang) + ("；" if zh else "; ") + said
+        return said
+
+    def _signature_why(self, lang: str) -> str:
+        zh = lang == "zh"
         best = self.signatures[0]
         pattern = _clip(best.pattern, 60)
         count = sum(hit.count for hit in self.signatures if hit.pattern == best.pattern)
@@ -132,14 +141,17 @@ class Match:
             "facts": self.facts(),
             "cases": [{"source": case.source, "similarity": similarity, "entry": case.entry}
                       for similarity, case in self.cases],
+            "release": self.release,
             "signatures": [{"pattern": s.pattern, "goto": s.signature.goto, "role": s.signature.role,
                             "file": s.source.path, "count": s.count, "first_line": s.first_line,
                             "last_line": s.last_line} for s in self.signatures],
         }
 
 
-def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey, int]) -> list[Match]:
-    """Matches of the hits, one per conclusion, in the order described above."""
+def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey, int],
+         bugs: Sequence[dict[str, Any]] = ()) -> list[Match]:
+    """Matches of the hits, one per conclusion, in the order described above; `bugs`: the release
+    bugs the log's versions and lines show (releases.py), which take the matches of their lines."""
     resolver = TaxonomyResolver(library, counts)
     grouped: dict[tuple[str, str], list[SignatureHit]] = {}
     named: dict[tuple[str, str], Conclusion] = {}
@@ -154,8 +166,32 @@ def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey,
         grouped.setdefault((book_id, conclusion.id), []).append(hit)
         named[(book_id, conclusion.id)] = conclusion
     _refine(library, grouped, named)
+    target = _release_bugs(library, grouped, named, bugs)
     matches = [_match(library, key, named[key], group) for key, group in grouped.items()]
+    for match in matches:
+        if (match.runbook, match.conclusion) == target:
+            texts = [line.whole for line in match.lines(limit=len(match.signatures) * 6)]
+            match.release = next((b for b in bugs if releases.shows(b, texts)), bugs[0])
     return order(matches)
+
+
+def _release_bugs(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]],
+                  named: dict[tuple[str, str], Conclusion], bugs: Sequence[dict[str, Any]],
+                  ) -> tuple[str, str] | None:
+    """Move to releases.CONCLUSION the hits whose lines are a release bug's own, and those of its
+    runbook's last-resort conclusions (`generic: true`: an NCCL error nothing explains, which the
+    bug does); its key, or None when no bug was found or the library lacks the conclusion."""
+    book_id, _, conclusion_id = releases.CONCLUSION.partition(":")
+    runbook = library.get(book_id)
+    if not bugs or runbook is None or conclusion_id not in runbook.conclusions:
+        return None
+    target = (book_id, conclusion_id)
+    for key in [k for k in grouped if k != target]:
+        texts = [line.whole for hit in grouped[key] for line in hit.lines()]
+        if (key[0] == book_id and named[key].generic) or any(releases.shows(bug, texts) for bug in bugs):
+            grouped.setdefault(target, []).extend(grouped.pop(key))
+            named[target] = runbook.conclusions[conclusion_id]
+    return target
 
 
 def _refine(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]],
