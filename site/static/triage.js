@@ -1137,10 +1137,11 @@
       if (!groups[key]) { groups[key] = []; keys.push(key); }
       groups[key].push(hit);
     });
-    keys = this.refine(groups, keys);
+    var roles = {};
+    keys = this.refine(groups, keys, roles);
     var bugs = this.releaseBugs(lines, hits), target = this.releaseRefine(groups, keys, bugs);
     if (target !== null) keys = target.keys;
-    var matches = keys.map(function (key) { return this.match(key, groups[key], lines); }, this);
+    var matches = keys.map(function (key) { return this.match(key, groups[key], lines, roles[key]); }, this);
     matches.forEach(function (m) {
       if (target === null || m.key !== target.key) return;
       var texts = this.hitTexts(groups[m.key]);
@@ -1259,22 +1260,61 @@
   };
 
   // verdict._refine: a conclusion's hits move to a more specific one where their lines' facts say so
-  Engine.prototype.refine = function (groups, keys) {
+  // (the role a rule gives the conclusion it moved hits to goes into `roles`)
+  Engine.prototype.refine = function (groups, keys, roles) {
     this.data.ranking.refine.forEach(function (rule) {
       var hits = groups[rule.conclusion];
       if (!hits || !this.data.conclusions[rule.becomes]) return;
-      var byNo = {};
-      hits.forEach(function (h) { h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l.text; }); });
-      var texts = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; })
-        .map(function (no) { return byNo[no]; });
-      var read = { cuda_oom: this.oomFacts, state_dict: this.stateDictFacts }[rule.fact[0]];
+      var byNo = {}, wholes = {};
+      hits.forEach(function (h) {
+        h.first.concat(h.last).forEach(function (l) { byNo[l.no] = l.text; wholes[l.no] = this.whole(l); }, this);
+      }, this);
+      var numbers = Object.keys(byNo).map(Number).sort(function (a, b) { return a - b; });
+      var texts = numbers.map(function (no) { return byNo[no]; });
+      // the watchdog's lines as kept (the job's `[rankN]:` before them names who waits)
+      if (rule.fact[0] === "watchdog") texts = numbers.map(function (no) { return wholes[no]; });
+      var read = { cuda_oom: this.oomFacts, state_dict: this.stateDictFacts, watchdog: this.watchdogFacts }[rule.fact[0]];
       if (!read || read.call(this, texts)[rule.fact[1]] !== true) return;
       if (!groups[rule.becomes]) { groups[rule.becomes] = []; keys.push(rule.becomes); }
       groups[rule.becomes] = groups[rule.becomes].concat(hits);
       delete groups[rule.conclusion];
       keys = keys.filter(function (key) { return key !== rule.conclusion; });
+      if (rule.role) roles[rule.becomes] = rule.role;
     }, this);
     return keys;
+  };
+
+  // checks/facts/watchdog: whether, in one process group, the ranks' lowest timed-out SeqNums
+  // differ and so do their collectives (ranks_in_different_collectives)
+  Engine.prototype.watchdogFacts = function (texts) {
+    var w = this.data.watchdog, seen = {}, kept = [], lowest = {};
+    texts.forEach(function (t) {
+      t = this.stripAnsi(Array.from(t).slice(0, w.max_line).join(""));
+      if (t.indexOf(w.caught) < 0 || t.indexOf("WorkNCCL(") < 0) return;
+      var body = t.slice(t.indexOf("WorkNCCL(")), m;
+      var pgRank = (m = regex(w.rank).exec(t)) ? Number(m[1]) : null;
+      var pg = (m = regex(w.pg).exec(t)) ? Number(m[1]) : null;
+      var seq = (m = regex(w.seq).exec(body)) ? Number(m[1]) : null;
+      var op = (m = regex(w.op).exec(body)) ? m[1] : null;
+      var rank = (m = regex(w.job_rank).exec(t)) ? Number(m[1]) : pgRank;
+      var key = [rank, pgRank, seq, op].join("|");
+      if (has(seen, key)) { if (pg !== null) seen[key].pg = pg; return; }
+      if (kept.length >= w.max_items) return;
+      seen[key] = { rank: rank, pg: pg, seq: seq, op: op };
+      kept.push(seen[key]);
+    }, this);
+    kept.forEach(function (t) {
+      if (t.seq === null) return;
+      var byRank = lowest[t.pg] = lowest[t.pg] || {}, mine = byRank[t.rank];
+      if (!mine || t.seq < mine.seq) byRank[t.rank] = { seq: t.seq, op: t.op };
+    });
+    var differ = Object.keys(lowest).some(function (pg) {
+      var ranks = Object.keys(lowest[pg]).map(function (r) { return lowest[pg][r]; });
+      var seqs = {}, ops = {};
+      ranks.forEach(function (r) { seqs[r.seq] = true; ops[r.op] = true; });
+      return Object.keys(seqs).length > 1 && Object.keys(ops).length > 1;
+    });
+    return { ranks_in_different_collectives: differ };
   };
 
   // checks/facts/state_dict: the last missing and unexpected keys, and the prefix between them
@@ -1357,7 +1397,8 @@
   };
 
   // verdict._match: the hits of one conclusion, strongest first, as one match
-  Engine.prototype.match = function (key, hits, lines) {
+  // verdict._match: `role` a refine rule's, else the most telling of its signatures
+  Engine.prototype.match = function (key, hits, lines, role) {
     var ranking = this.ranking;
     hits.forEach(function (h) {
       h.strength = ranking.formula("signature", "strength",
@@ -1365,14 +1406,14 @@
     });
     hits.sort(function (a, b) { return (b.strength - a.strength) || (a.first[0].no - b.first[0].no); });
     var best = hits[0];
-    var role = ranking.topRole(hits.map(function (h) { return h.sig.role; }));
+    role = role || ranking.topRole(hits.map(function (h) { return h.sig.role; }));
     var generic = hits.every(function (h) { return h.sig.generic; });
     var score = hits.reduce(function (sum, h) { return sum + h.strength; }, 0);
     var first = hits.map(function (h) { return h.first[0]; })
       .reduce(function (a, b) { return b.no < a.no ? b : a; });
     var names = { weight: best.sig.weight, count: best.count, generic: generic, score: score };
     return {
-      key: key, runbook: best.sig.runbook, conclusion: best.sig.conclusion, info: this.data.conclusions[key],
+      key: key, runbook: key.split(":")[0], conclusion: key.split(":")[1], info: this.data.conclusions[key],
       role: role, generic: generic, score: score, first: first, hits: hits, time: this.timeNear(first, lines),
       confidence: ranking.confidence("signature", names, role), lines: ranking.shownLines(hits)
     };

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from runbook.checks.facts import _text, cuda_oom, stackframes, state_dict
+from runbook.checks.facts import _text, cuda_oom, stackframes, state_dict, watchdog
 from runbook.format.model import LANGS, Runbook, Signature
 from runbook.format.patterns import to_javascript
 from runbook.library import textindex
@@ -98,6 +98,7 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
                               "io_files": stackframes.IO_FILES, "io_suffixes": stackframes.IO_SUFFIXES,
                               "io_funcs": stackframes.IO_FUNCS, "so_file": stackframes.SO_FILE.pattern}},
         "oom": _oom(),  # checks/facts/cuda_oom: the numbers the ranking's `refine` reads
+        "watchdog": _watchdog(),  # checks/facts/watchdog: the collectives the ranks wait in
         "state_dict": _state_dict(),  # checks/facts/state_dict: the keys the ranking's `refine` reads
         "signatures": signatures,
         "conclusions": conclusions,
@@ -155,6 +156,13 @@ def _state_dict() -> dict[str, Any]:
     return {"missing": _js(state_dict.MISSING), "unexpected": _js(state_dict.UNEXPECTED),
             "key": _js(state_dict.KEY), "explained_share": state_dict.EXPLAINED_SHARE,
             "max_line": _text.MAX_LINE}
+
+
+def _watchdog() -> dict[str, Any]:
+    """checks/facts/watchdog's timeout line, for the page's reading of the ranks' collectives."""
+    return {"caught": watchdog.CAUGHT, "rank": _js(watchdog.RANK), "job_rank": _js(watchdog.JOB_RANK),
+            "pg": _js(watchdog.PG), "seq": _js(watchdog.WORK["seq"]), "op": _js(watchdog.WORK["op"]),
+            "max_items": _text.MAX_ITEMS, "max_line": _text.MAX_LINE}
 
 
 def _oom() -> dict[str, Any]:

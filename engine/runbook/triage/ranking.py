@@ -49,7 +49,8 @@ object, so a change to the ranking is made here and nowhere else. Everything her
 - `refine`: the facts of a match's own lines (checks/facts/, the numbers in the message) that
   move it to a more specific conclusion of the same failure: when the `fact` (family, name) of
   the lines of a match of `conclusion` is true, the match is `becomes`' (merged with a match
-  already there). The runbook's own branches decide the same from the same facts.
+  already there), in `role` when the rule gives one (what the facts show may be the cause where
+  each line alone was a knock-on). The runbook's own branches decide the same from the same facts.
 """
 
 from __future__ import annotations
@@ -122,5 +123,13 @@ RANKING: dict[str, Any] = {
         # checkpoint-problems' read-log and inspect steps conclude the same
         {"conclusion": "checkpoint-problems:config-mismatch", "fact": ["state_dict", "explained_by_prefix"],
          "becomes": "checkpoint-problems:prefix-mismatch"},
+        # watchdog timeouts of ranks waiting in different collectives (ALLREDUCE #315 on one,
+        # _ALLGATHER_BASE #313 on another): the ranks' code called different collectives, the
+        # cause and not a knock-on (ddp-errors' code-path step concludes the same on the nodes)
+        {"conclusion": "training-hang:crashed-collective-timeout",
+         "fact": ["watchdog", "ranks_in_different_collectives"], "becomes": "ddp-errors:code-path-mismatch",
+         "role": "cause"},
+        {"conclusion": "ddp-errors:rank-failed-first", "fact": ["watchdog", "ranks_in_different_collectives"],
+         "becomes": "ddp-errors:code-path-mismatch", "role": "cause"},
     ],
 }

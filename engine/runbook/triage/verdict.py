@@ -165,9 +165,9 @@ def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey,
         book_id, conclusion = located
         grouped.setdefault((book_id, conclusion.id), []).append(hit)
         named[(book_id, conclusion.id)] = conclusion
-    _refine(library, grouped, named)
+    roles = _refine(library, grouped, named)
     target = _release_bugs(library, grouped, named, bugs)
-    matches = [_match(library, key, named[key], group) for key, group in grouped.items()]
+    matches = [_match(library, key, named[key], group, roles.get(key)) for key, group in grouped.items()]
     for match in matches:
         if (match.runbook, match.conclusion) == target:
             texts = [line.whole for line in match.lines(limit=len(match.signatures) * 6)]
@@ -195,9 +195,11 @@ def _release_bugs(library: Library, grouped: dict[tuple[str, str], list[Signatur
 
 
 def _refine(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]],
-            named: dict[tuple[str, str], Conclusion]) -> None:
+            named: dict[tuple[str, str], Conclusion]) -> dict[tuple[str, str], str]:
     """Move the hits of a conclusion to a more specific one where their lines' facts say so (the
-    ranking's `refine` rules), merged with that conclusion's own hits when it has some."""
+    ranking's `refine` rules), merged with that conclusion's own hits when it has some; the role
+    a rule gives the conclusion it moved hits to."""
+    roles: dict[tuple[str, str], str] = {}
     for rule in RANKING["refine"]:
         book, _, conclusion = rule["conclusion"].partition(":")
         key = (book, conclusion)
@@ -214,6 +216,9 @@ def _refine(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]]
         target = (book_id, conclusion_id)
         grouped.setdefault(target, []).extend(grouped.pop(key))
         named[target] = runbook.conclusions[conclusion_id]
+        if rule.get("role"):
+            roles[target] = rule["role"]
+    return roles
 
 
 def order(matches: list[Match]) -> list[Match]:
@@ -233,12 +238,14 @@ def _conclusion_of(resolver: TaxonomyResolver, runbook: Runbook,
 
 
 def _match(library: Library, key: tuple[str, str], conclusion: Conclusion,
-           hits: list[SignatureHit]) -> Match:
+           hits: list[SignatureHit], role: str | None = None) -> Match:
+    """The match of a conclusion's hits; `role`: a refine rule's, else the most telling one of
+    its signatures (one cause signature: a cause)."""
     book_id, _ = key
     strengths = {id(h): strength(h.weight, h.count, h.generic) for h in hits}
     hits.sort(key=lambda h: (-strengths[id(h)], h.first_line))
     best = hits[0]
-    role = min((h.signature.role for h in hits), key=role_rank)  # one cause signature: a cause
+    role = role or min((h.signature.role for h in hits), key=role_rank)
     score = sum(strengths[id(h)] for h in hits)
     generic = all(h.generic for h in hits)
     runbook = library.get(best.runbook)

@@ -12,7 +12,7 @@ from runbook.checks.facts import watchdog
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "watchdog.yaml").read_text(encoding="utf-8"))
 FIELDS = {"count", "timeouts", "progress", "ranks", "ops", "seqs", "lowest_seq", "ranks_disagree_on_seq",
-          "behind_ranks"}
+          "behind_ranks", "ranks_in_different_collectives"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -42,3 +42,21 @@ def test_the_rank_with_the_lowest_last_completed_work_is_behind() -> None:
     assert facts is not None
     assert facts["behind_ranks"] == [2]
     assert facts["count"] == 0
+
+
+def _caught(rank: int, seq: int, op: str, pg: str = "") -> str:
+    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:616] {pg}[Rank {rank}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600015 milliseconds before timing out.")
+
+
+def test_ranks_waiting_in_different_collectives() -> None:
+    differ = watchdog.parse([_caught(0, 315, "ALLREDUCE"), _caught(1, 313, "_ALLGATHER_BASE")])
+    assert differ["ranks_in_different_collectives"] is True
+    late = watchdog.parse([_caught(0, 1517, "ALLREDUCE"), _caught(1, 1516, "ALLREDUCE")])  # one rank late
+    assert late["ranks_disagree_on_seq"] and late["ranks_in_different_collectives"] is False
+    same = watchdog.parse([_caught(0, 40, "ALLREDUCE"), _caught(1, 40, "ALLREDUCE")])
+    assert same["ranks_in_different_collectives"] is False
+    groups = watchdog.parse([_caught(0, 315, "ALLREDUCE", "[PG 0 Rank 0] "),
+                             _caught(1, 12, "BROADCAST", "[PG 3 Rank 0] ")])  # two groups' own sequences
+    assert groups["ranks_in_different_collectives"] is False

@@ -28,6 +28,9 @@ Facts:
 - ranks_disagree_on_seq: ranks timed out on different SeqNums (each rank's lowest compared)
 - behind_ranks: in each process group whose ranks printed different last completed works, the
   ranks with the lowest: they are behind the others (sorted; empty when all agree or none printed)
+- ranks_in_different_collectives: in one process group, ranks timed out on different SeqNums in
+  different collectives (each rank's lowest SeqNum and its OpType): not one rank late in the same
+  sequence of collectives, but ranks whose code called different ones
 """
 
 from __future__ import annotations
@@ -38,11 +41,11 @@ from typing import Any
 
 from runbook.checks.facts._text import MAX_ITEMS, clipped, int_or_none
 
-_CAUGHT = "Watchdog caught collective operation timeout"
-_RANK = re.compile(r"\[Rank (\d+)\] " + _CAUGHT)
-_JOB_RANK = re.compile(r"\[rank(\d+)\]:")
-_PG = re.compile(r"\[PG (?:ID )?(\d+)[^\]]{0,128} Rank (\d+)\]")
-_WORK = {
+CAUGHT = "Watchdog caught collective operation timeout"
+RANK = re.compile(r"\[Rank (\d+)\] " + CAUGHT)
+JOB_RANK = re.compile(r"\[rank(\d+)\]:")
+PG = re.compile(r"\[PG (?:ID )?(\d+)[^\]]{0,128} Rank (\d+)\]")
+WORK = {
     "seq": re.compile(r"SeqNum=(\d+)"),
     "op": re.compile(r"OpType=(\w+)"),
     "numel_in": re.compile(r"NumelIn=(\d+)"),
@@ -68,7 +71,7 @@ def parse(lines: Sequence[str]) -> dict[str, Any] | None:
     for line in clipped(lines):
         if "NCCL work" in line or "last completed work" in line:
             _keep_progress(progress, _progress(line))
-        if _CAUGHT in line and "WorkNCCL(" in line:
+        if CAUGHT in line and "WorkNCCL(" in line:
             count += 1
             _keep_timeout(timeouts, _timeout(line))
     if not count and not progress:
@@ -99,12 +102,12 @@ def _timeout(line: str) -> dict[str, Any]:
     """One `Watchdog caught collective operation timeout: WorkNCCL(...)` line."""
     body = line[line.find("WorkNCCL("):]
     entry: dict[str, Any] = {"rank": None, "pg_rank": None, "pg": None}
-    m = _RANK.search(line)
+    m = RANK.search(line)
     entry["pg_rank"] = int(m.group(1)) if m else None
-    m = _PG.search(line)
+    m = PG.search(line)
     if m:
         entry["pg"] = int(m.group(1))
-    for name, pattern in _WORK.items():
+    for name, pattern in WORK.items():
         m = pattern.search(body)
         entry[name] = (m.group(1) if name == "op" else int(m.group(1))) if m else None
     m = _RAN.search(body)
@@ -123,7 +126,7 @@ def _progress(line: str) -> dict[str, Any] | None:
 
 
 def _job_rank(line: str, pg_rank: int | None) -> int | None:
-    m = _JOB_RANK.search(line)
+    m = JOB_RANK.search(line)
     return int_or_none(m.group(1)) if m else pg_rank
 
 
@@ -144,7 +147,22 @@ def _summary(count: int, timeouts: list[dict[str, Any]], progress: list[dict[str
         "lowest_seq": seqs[0] if seqs else None,
         "ranks_disagree_on_seq": len(set(lowest_per_rank.values())) > 1,
         "behind_ranks": _behind(progress)[:MAX_ITEMS],
+        "ranks_in_different_collectives": _different_collectives(timeouts),
     }
+
+
+def _different_collectives(timeouts: list[dict[str, Any]]) -> bool:
+    """Whether, in some process group, the ranks' lowest timed-out SeqNums differ and so do their
+    collectives."""
+    lowest: dict[Any, dict[Any, tuple[int, str | None]]] = {}
+    for t in timeouts:
+        if t["seq"] is None:
+            continue
+        by_rank = lowest.setdefault(t["pg"], {})
+        if t["rank"] not in by_rank or t["seq"] < by_rank[t["rank"]][0]:
+            by_rank[t["rank"]] = (t["seq"], t["op"])
+    return any(len({seq for seq, _ in ranks.values()}) > 1 and len({op for _, op in ranks.values()}) > 1
+               for ranks in lowest.values())
 
 
 def _behind(progress: list[dict[str, Any]]) -> list[int]:
