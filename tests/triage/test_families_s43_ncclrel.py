@@ -90,16 +90,6 @@ NEAR_MISSES = [
     ("nccl-2.18-p2p-setup",
      "gpu-4:901:1022 [0] transport.cc:154 NCCL WARN Cuda failure 'out of memory'",
      RELEASE_BUG, None),
-    # torch's error with the release in the same line and the bug's last error below: one line alone cannot
-    # tie the version to the error (vllm#3688), so triage reads the NCCL error; the walk matches the release
-    ("nccl-2.18-p2p-setup",
-     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
-     "ProcessGroupNCCL.cpp:1333, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version "
-     "2.18.1\n"
-     "ncclUnhandledCudaError: Call to CUDA function failed.\n"
-     "Last error:\n"
-     "Cuda failure 'invalid argument'",
-     RELEASE_BUG, "nccl-errors:nccl-error-unexplained"),
     # the tree search's fallback alone (2.27+ print it as INFO): no failure
     ("nccl-nic-fusion-net-id-0",
      "graph/search.cc:1135 NCCL WARN Could not find a path for pattern 1, falling back to simple order",
