@@ -244,6 +244,16 @@ CASES = [
     ("container-path",
      "FATAL:   \"deepspeed\": executable file not found in $PATH",
      MISSING, "cause"),
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler) and Open MPI's mpirun name the
+    # rank's signal: its own native crash
+    ("launcher-return-code",
+     "[2024-03-02 11:20:04,012] [ERROR] [launch.py:322:sigkill_handler] ['/usr/bin/python3', '-u', "
+     "'train.py', '--local_rank=1'] exits with return code = -11",
+     NATIVE, "cause"),
+    ("mpi-signal",
+     "mpirun noticed that process rank 4 with PID 8669 on node host07 exited on signal 11 (Segmentation "
+     "fault).",
+     NATIVE, "cause"),
 ]
 
 
@@ -314,16 +324,6 @@ NEAR_MISSES = [
     ("exit-139",
      "INFO step 1390 loss 2.31 exit code 13 reported by the evaluator",
      NATIVE, None),
-    # DeepSpeed's launcher (launch.py sigkill_handler) and Open MPI's mpirun report a rank's signal the way
-    # they report any exit: test_families_sweep2_comm.py keeps them rank-failed-first's knock-ons
-    ("launcher-return-code",
-     "[2024-03-02 11:20:04,012] [ERROR] [launch.py:322:sigkill_handler] ['/usr/bin/python3', '-u', "
-     "'train.py', '--local_rank=1'] exits with return code = -11",
-     NATIVE, "ddp-errors:rank-failed-first"),
-    ("mpi-signal",
-     "mpirun noticed that process rank 4 with PID 8669 on node host07 exited on signal 11 (Segmentation "
-     "fault).",
-     NATIVE, "ddp-errors:rank-failed-first"),
     # slurmstepd cannot exec the batch script itself (the spool directory, NFS): no launcher is missing
     ("slurmstepd-execve",
      "slurmstepd: error: execve(): /tmp/slurmd/job2997814/slurm_script: No such file or directory",

@@ -126,7 +126,7 @@ CASES = [
      "mpirun noticed that process rank 3 with PID 4242 on node node07 exited on signal 11 (Segmentation "
      "fault).\n"
      "--------------------------------------------------------------------------",
-     "ddp-errors:rank-failed-first", "knock-on"),
+     "ddp-errors:rank-native-crash", "cause"),  # the rank's own segfault (rank-native-crash)
     ("mpirun-rank-died",
      "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
      "the job to be terminated. The first process to do so was:\n\n"
@@ -148,7 +148,7 @@ CASES = [
     ("launcher-rank-exited",
      "[ERROR] [launch.py:325:sigkill_handler] ['/opt/conda/bin/python', '-u', 'finetune.py', "
      "'--local_rank=0'] exits with return code = -11",
-     "ddp-errors:rank-failed-first", "knock-on"),
+     "ddp-errors:rank-native-crash", "cause"),
     # torch/distributed/fsdp/_flat_param.py FlatParamHandle._validate_tensors_to_flatten
     ("fsdp-flat-param",
      "ValueError: Must flatten tensors with uniform `requires_grad` when `use_orig_params=False`",
