@@ -17,6 +17,17 @@ UNEXPLAINED = "nccl-errors:nccl-error-unexplained"
 
 # (family, text, conclusion, role of the first match)
 CASES = [
+    # NCCL src/misc/ibvwrap.cc IBV_PTR_CHECK_ERRNO: WARN("Call to " name " failed with error %s",
+    # strerror(errno)) for ibv_reg_mr, ibv_reg_mr_iova2 and ibv_reg_dmabuf_mr
+    ("nccl-ibv-reg-mr",
+     "gpu-node-07:20211:20477 [3] misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error "
+     "Invalid argument\n"
+     "gpu-node-07:20211:20477 [3] NCCL INFO transport/net_ib.cc:1872 -> 2",
+     RDMA_REG, "cause"),
+    ("nccl-ibv-reg-mr",
+     "worker-2:551:602 [0] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error Bad "
+     "address",
+     RDMA_REG, "cause"),
     # UCX src/uct/ib/base/ib_md.c uct_ib_md_print_mem_reg_err_msg: "%s(address=%p, length=%zu, access=0x%lx)
     # failed: %s" (title ibv_reg_mr or ibv_reg_dmabuf_mr), with NIXL's UCX backend after it
     # (src/plugins/ucx/ucx_utils.cpp: NIXL_ERROR << ... ": failed to ucp_mem_map: " << ucs_status_string)
