@@ -39,3 +39,12 @@ def assert_never_cause(text: str, source: str, conclusion: str) -> None:
     """No match names `conclusion` as a cause."""
     matches = found(text, source)
     assert (conclusion, "cause") not in matches, matches
+
+
+# Ray's node_manager.cc exit detail for a worker whose connection closed without an exit message
+# (it names SIGKILL, `ray stop` and SIGSEGV as guesses)
+RAY_EXIT_DETAIL = (
+    "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
+    "code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by "
+    "OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed "
+    "unexpectedly due to SIGSEGV or other unexpected errors.")

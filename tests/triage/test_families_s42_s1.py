@@ -9,14 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.triage.families import assert_first, assert_near_miss
-
-# node_manager.cc's exit detail for a worker whose connection closed without an exit message
-RAY_EXIT_DETAIL = (
-    "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
-    "code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by "
-    "OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed "
-    "unexpectedly due to SIGSEGV or other unexpected errors.")
+from tests.triage.families import RAY_EXIT_DETAIL, assert_first, assert_near_miss
 
 # (family, text, conclusion, role of the first match)
 CASES = [

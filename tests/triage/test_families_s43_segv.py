@@ -11,17 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.triage.families import assert_first, assert_near_miss, found
+from tests.triage.families import RAY_EXIT_DETAIL, assert_first, assert_near_miss, found
 
 NATIVE = "ddp-errors:rank-native-crash"
 MISSING = "slurm-job:launcher-not-found"
 
-# node_manager.cc's exit detail for a worker whose connection closed (names SIGSEGV among three guesses)
-RAY_EXIT_DETAIL = (
-    "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
-    "code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by "
-    "OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed "
-    "unexpectedly due to SIGSEGV or other unexpected errors.")
 
 # (family, text, conclusion, role of the first match)
 CASES = [
