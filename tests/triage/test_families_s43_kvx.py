@@ -18,17 +18,20 @@ CASES = [
     # openucx/ucx src/ucp/core/ucp_context.c ucp_report_unavailable: `transport%s %s %s not available, please
     # use one or more of: %s`, the CUDA transports missing from this UCX (LMCache/LMCache#605)
     ("ucx-no-cuda",
-     "[1751000000.123456] [gpu-node-3:4410 :0]     ucp_context.c:1508 UCX  WARN  transport 'cuda_copy' is not "
+     "[1751000000.123456] [gpu-node-3:4410 :0]     ucp_context.c:1508 UCX  WARN  transport "
+     "'cuda_copy' is not "
      "available, please use one or more of: cma, posix, rc_mlx5, self, sysv, tcp, ud_mlx5",
      "kv-transfer:no-gpu-transport", "cause"),
     ("ucx-no-cuda",
-     "[1746690477.974497] [llm206:611  :0]     ucp_context.c:1268 UCX  WARN  transports 'cuda_ipc','cuda_copy' "
+     "[1746690477.974497] [llm206:611  :0]     ucp_context.c:1268 UCX  WARN  transports "
+     "'cuda_ipc','cuda_copy' "
      "are not available, please use one or more of: mm, posix, self, shm, sm, sysv, tcp\n"
      "Backend UCX was instantiated\n"
      "Initialized NIXL agent: NixlRole.SENDER",
      "kv-transfer:no-gpu-transport", "cause"),
     ("ucx-no-cuda",
-     "[1751000100.000001] [pd-decode-0:88 :0]     ucp_context.c:1508 UCX  WARN  transports 'rc','gdr_copy' are "
+     "[1751000100.000001] [pd-decode-0:88 :0]     ucp_context.c:1508 UCX  WARN  transports "
+     "'rc','gdr_copy' are "
      "not available, please use one or more of: posix, self, sysv, tcp",
      "kv-transfer:no-gpu-transport", "cause"),
     # ai-dynamo/nixl src/core/nixl_agent.cpp createBackend (NIXL_ERROR_FUNC), src/plugins/ucx/ucx_utils.cpp
@@ -36,7 +39,8 @@ CASES = [
      "E0813 10:02:11.331245  2211 nixl_agent.cpp:365] createBackend: backend creation failed for 'UCX'",
      "kv-transfer:no-gpu-transport", "cause"),
     ("nixl-backend-not-created",
-     "E0813 10:02:11.331245  2211 nixl_agent.cpp:370] createBackend: backend initialization error for 'LIBFABRIC'",
+     "E0813 10:02:11.331245  2211 nixl_agent.cpp:370] createBackend: backend initialization error "
+     "for 'LIBFABRIC'",
      "kv-transfer:no-gpu-transport", "cause"),
     ("nixl-backend-not-created",
      "E0813 10:02:11.331000  2211 ucx_backend.cpp:983] Failed to create UCX context agent0: No such device",
@@ -49,7 +53,8 @@ CASES = [
      "E1002 07:11:42.000300  5120 libfabric_backend.cpp:599] Failed to initialize libfabric backend: "
      "fi_getinfo failed for rail 0",
      "kv-transfer:no-gpu-transport", "cause"),
-    # NIXL's UCX backend: `Unexpected UCX error: %s` (src/utils/ucx/ucx_utils.cpp in 2025, LMCache/LMCache#725;
+    # NIXL's UCX backend: `Unexpected UCX error: %s` (src/utils/ucx/ucx_utils.cpp in 2025,
+    # LMCache/LMCache#725;
     # src/plugins/ucx/ucx_enums.cpp now), with UCX's status strings (src/ucs/type/status.c)
     ("nixl-ucx-endpoint",
      "[1749803291.555759] [vllm-lmcache-0:7053 :0]          tcp_ep.c:1260 UCX  ERROR tcp_ep 0x3c502370 "
@@ -76,7 +81,8 @@ CASES = [
     ("mooncake-connect",
      "E0523 06:50:40.051000   223 rdma_endpoint.cpp:160] Failed to exchange handshake description",
      "kv-transfer:peer-link-lost", "cause"),
-    # src/transfer_metadata_plugin.cpp (PLOG: `: strerror [errno]`), src/transport/tcp_transport/tcp_transport.cpp
+    # src/transfer_metadata_plugin.cpp (PLOG: `: strerror [errno]`),
+    # src/transport/tcp_transport/tcp_transport.cpp
     ("mooncake-handshake",
      "E0610 09:12:44.000321  4101 transfer_metadata_plugin.cpp:984] SocketHandShakePlugin: connect()"
      "10.0.0.2:15428: Connection refused [111]",
@@ -99,7 +105,8 @@ CASES = [
      "kv-transfer:peer-link-lost", "cause"),
     # mooncake-integration/transfer_engine/transfer_engine_py.cpp
     ("mooncake-transfer-timeout",
-     "I0701 16:00:31.400112  8801 transfer_engine_py.cpp:533] Sync data transfer timeout after 30000412345ns, "
+     "I0701 16:00:31.400112  8801 transfer_engine_py.cpp:533] Sync data transfer timeout after "
+     "30000412345ns, "
      "local buffer 0x7f00a0000000 remote buffer 0x7f3cf6020000 length 65536",
      "kv-transfer:peer-link-lost", "cause"),
     ("mooncake-transfer-timeout",
@@ -108,21 +115,26 @@ CASES = [
      "kv-transfer:peer-link-lost", "cause"),
     # vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py _nixl_handshake
     ("vllm-nixl-compat",
-     "RuntimeError: NIXL compatibility hash mismatch. Local: 3fc700da91, Remote: 161228f0aa. Prefill and decode "
-     "instances have incompatible configurations. This may be due to: different vLLM versions, models, dtypes, "
+     "RuntimeError: NIXL compatibility hash mismatch. Local: 3fc700da91, Remote: 161228f0aa. "
+     "Prefill and decode "
+     "instances have incompatible configurations. This may be due to: different vLLM versions, "
+     "models, dtypes, "
      "KV cache layouts, attention backends, etc. Both instances must use identical configurations.",
      "kv-transfer:engine-config-mismatch", "cause"),
     ("vllm-nixl-compat",
      "RuntimeError: Failed to decode NixlHandshakePayload. This likely indicates an incompatibility between "
      "connector version. Error: Expected `array`, got `map`",
      "kv-transfer:engine-config-mismatch", "cause"),
-    # kvcache-ai/Mooncake worker_pool.cpp -> transfer_metadata_dump.cpp (Mooncake#2177, SGLang's failure after it)
+    # kvcache-ai/Mooncake worker_pool.cpp -> transfer_metadata_dump.cpp (Mooncake#2177, SGLang's failure
+    # after it)
     ("mooncake-segment-desc",
      "E0521 16:22:21.694042   162 transfer_metadata.cpp:877] Local segment descriptor not found\n"
-     "I0521 16:41:10.810740  4097 transfer_metadata_dump.cpp:51] Failed to get segment descriptor for segment "
+     "I0521 16:41:10.810740  4097 transfer_metadata_dump.cpp:51] Failed to get segment descriptor "
+     "for segment "
      "10.112.116.43:16917 address 0x715448048300--0x71544804a400\n"
      "[2026-05-21 16:41:11 TP7] Prefill transfer failed for request rank=7 req.rid='2026' "
-     "req.bootstrap_room=66 with exception KVTransferError(bootstrap_room=66): Decode instance could be dead, "
+     "req.bootstrap_room=66 with exception KVTransferError(bootstrap_room=66): Decode instance "
+     "could be dead, "
      "remote mooncake session 10.112.116.43:16917 is not alive",
      "kv-transfer:engine-config-mismatch", "cause"),
     ("mooncake-segment-desc",
@@ -131,7 +143,8 @@ CASES = [
      "kv-transfer:engine-config-mismatch", "cause"),
     # nats-io/nats.py nats/js/manager.py and errors.py (ai-dynamo/dynamo#429), the server's JSNotEnabledErr
     ("nats-no-jetstream",
-     "  File \"/opt/dynamo/venv/lib/python3.12/site-packages/nats/js/manager.py\", line 417, in _api_request\n"
+     "  File \"/opt/dynamo/venv/lib/python3.12/site-packages/nats/js/manager.py\", line 417, in "
+     "_api_request\n"
      "    raise ServiceUnavailableError\n"
      "nats.js.errors.ServiceUnavailableError: nats: ServiceUnavailableError: code=None err_code=None "
      "description='None'",
@@ -163,7 +176,8 @@ CASES = [
      "kv-transfer:transfer-failed-unexplained", "cause"),
     ("sglang-transfer-failed",
      "[2026-02-27 15:01:51 TP3] Decode transfer failed for request rank=3 "
-     "decode_req.req.rid='63b1b22dad53465b92560ebdda56d075' decode_req.req.bootstrap_room=6593551520068383758 "
+     "decode_req.req.rid='63b1b22dad53465b92560ebdda56d075' "
+     "decode_req.req.bootstrap_room=6593551520068383758 "
      "with exception KVTransferError(bootstrap_room=6593551520068383758): Failed to get kvcache from prefill "
      "instance, it might be dead",
      "kv-transfer:transfer-failed-unexplained", "cause"),
@@ -204,7 +218,8 @@ NEAR_MISSES = [
      "kv-transfer:peer-link-lost", None),
     # NCCL's own IB completion error stays NCCL's
     ("mooncake-wc-error",
-     "gpu-node-1:1200:1250 [0] NCCL INFO transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+     "gpu-node-1:1200:1250 [0] NCCL INFO transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+     "from peer "
      "10.0.0.2<43262> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid fe80::1 remoteGids "
      "fe80::2 hca mlx5_0",
      "kv-transfer:peer-link-lost", None),
