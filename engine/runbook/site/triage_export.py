@@ -67,12 +67,7 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
                       "record_start": lognorm.RECORD_START,
                       "cri_partial": _js(lognorm.CRI_PARTIAL), "entity": _js(lognorm.ENTITY),
                       "entities": lognorm.ENTITIES},
-        "errors": {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
-                   "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS),
-                   "traceback": _js(errorlines.TRACEBACK), "keep": errorlines.KEEP,
-                   "frame": _js(errorlines.FRAME), "library_roots": list(errorlines.LIBRARY_ROOTS),
-                   "every_program": sorted(errorlines.EVERY_PROGRAM),
-                   "block_lines": BLOCK_LINES, "block_chars": BLOCK_CHARS},
+        "errors": _errors(),
         "logends": {"rules": logends.RULES, "finished": _js(logends.FINISHED), "rl": _js(logends.RL),
                     "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
@@ -104,14 +99,28 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
         "conclusions": conclusions,
         "cases": _cases(by_id, conclusions),
         "similarity": _similarity(runbooks, articles or [], conclusions),
-        "releases": {"conclusion": releases.CONCLUSION, "component": releases.COMPONENT,
-                     "versions": [{"needle": v["needle"], "regex": _js(re.compile(v["pattern"]))}
-                                  for v in releases.VERSIONS],
-                     # the table's own regexes (Python's, with lookahead), compiled by the page as they are
-                     "rows": [{key: row[key] for key in _RELEASE_FIELDS if key in row}
-                              for row in releases.rows()]},
+        "releases": _releases(),
         "full_max": FULL_MAX,
     }
+
+
+def _errors() -> dict[str, Any]:
+    """errorlines.py's keywords and regexes, and how scan.py keeps error lines (per block)."""
+    return {"keywords": list(errorlines.KEYWORDS), "exception": _js(errorlines.EXCEPTION_LINE),
+            "error": _js(errorlines.ERROR_LINE), "not_error": _js(errorlines.NOT_ERRORS),
+            "traceback": _js(errorlines.TRACEBACK), "keep": errorlines.KEEP,
+            "frame": _js(errorlines.FRAME), "library_roots": list(errorlines.LIBRARY_ROOTS),
+            "every_program": sorted(errorlines.EVERY_PROGRAM),
+            "block_lines": BLOCK_LINES, "block_chars": BLOCK_CHARS}
+
+
+def _releases() -> dict[str, Any]:
+    """releases.py's version patterns and the known_issues table's error rows; the rows' regexes
+    are Python's own (with lookahead), which the page compiles as they are."""
+    return {"conclusion": releases.CONCLUSION, "component": releases.COMPONENT,
+            "versions": [{"needle": v["needle"], "regex": _js(re.compile(v["pattern"]))}
+                         for v in releases.VERSIONS],
+            "rows": [{key: row[key] for key in _RELEASE_FIELDS if key in row} for row in releases.rows()]}
 
 
 def _similarity(runbooks: list[Runbook], articles: list[Article],
