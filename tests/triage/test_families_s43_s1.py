@@ -83,16 +83,6 @@ CASES = [
      "memory, this process has 48.00 GiB memory in use. Of the allocated memory 44.10 GiB is allocated by "
      "PyTorch, and 2.20 GiB is reserved by PyTorch but unallocated.",
      "cuda-oom:gpu-held-by-other-process", "cause"),
-    # Ascend CANN's EL0004 (device memory exhausted), as torch_npu and vllm-ascend print it
-    ("ascend-el0004",
-     "[ERROR] 2025-09-28-07:22:30 (PID:316198, Device:7, RankID:-1) ERR00100 PTA call acl api failed\n"
-     "EL0004: [PID: 316198] 2025-09-28-07:22:29.827.496 Failed to allocate memory.\n"
-     "        Possible Cause: Available memory is insufficient.",
-     "cuda-oom:oom-batch-or-model", "cause"),
-    ("ascend-el0004",
-     "RuntimeError: NPU error, error code is 207001\n"
-     "Error: Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
-     "cuda-oom:oom-batch-or-model", "cause"),
 ]
 
 
@@ -129,10 +119,6 @@ NEAR_MISSES = [
     # another cause class in the same wrapper
     ("ray-wrapped-torch-oom",
      "ray.exceptions.RayTaskError(OutOfDiskError): ray::write_shard() (pid=4412, ip=10.0.0.9)",
-     "cuda-oom:oom-batch-or-model", None),
-    # another CANN error code about memory that is not the device's running out
-    ("ascend-el0004",
-     "EL0003: [PID: 4242] 2025-09-28-07:22:29.827.496 The argument is invalid.",
      "cuda-oom:oom-batch-or-model", None),
 ]
 
