@@ -1216,20 +1216,21 @@
     r.rows.forEach(function (row) {
       var version = row.affected ? versions.filter(function (v) { return satisfies(v, row.affected); })[0] : versions[0];
       if (version === undefined) return;
-      var found = (row.log_all || []).every(function (p) {
-        var re = this.releaseRegex(p);
-        return re !== null && texts.some(function (t) { return re.test(t); });
-      }, this);
+      var found = (row.log_all || []).every(function (p) { return this.anyText(p, texts); }, this);
       if (found) out.push(Object.assign({}, row, { version: version }));
     }, this);
     return out;
   };
 
+  // whether the table's regex `pattern` finds one of `texts`
+  Engine.prototype.anyText = function (pattern, texts) {
+    var re = this.releaseRegex(pattern);
+    return re !== null && texts.some(function (t) { return re.test(t); });
+  };
+
+  // releases.shows: whether one of `texts` (a match's lines) is one of the bug's own
   Engine.prototype.showsBug = function (bug, texts) {
-    return (bug.log_all || []).some(function (p) {
-      var re = this.releaseRegex(p);
-      return re !== null && texts.some(function (t) { return re.test(t); });
-    }, this);
+    return (bug.log_all || []).some(function (p) { return this.anyText(p, texts); }, this);
   };
 
   // verdict._release_bugs: the hits showing a bug's own lines, and those of its runbook's last

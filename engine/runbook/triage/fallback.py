@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runbook.format.model import LANGS, Runbook, Text
-from runbook.library.kb import KnowledgeBase
 from runbook.library.textindex import K1, UNIGRAM_QUERY_WEIGHT, B, Index, query_terms
 from runbook.triage.hits import LineHit
 from runbook.triage.ranking import RANKING
 from runbook.triage.verdict import MAX_TAXONOMY, SIMILAR, Match, confidence
+
+if TYPE_CHECKING:
+    from runbook.library.kb import KnowledgeBase
 
 WEIGHTS = {"title": 3.0, "signature": 2.0, "explanation": 1.0, "body": 0.5}
 
@@ -101,7 +103,6 @@ class SimilarityIndex:
             shared = sorted((t for t in query if t in held), key=lambda t: (-self.index.idf(t), t))
             out.append((runbook, item_id, title, taxonomy[:MAX_TAXONOMY], shared[:why_words]))
         return out
-
 
     def export(self) -> dict[str, Any]:
         """The index as the triage page reads it (site/triage_export.py): each document's fields

@@ -41,7 +41,7 @@ from runbook.triage.regexinfo import (
 from runbook.triage.resolver import PatternKey, log_patterns
 from runbook.triage.score import is_generic, kept_lines, specificity
 from runbook.triage.sources import Source, line_rank, line_time
-from runbook.triage.verdict import Match, rank
+from runbook.triage.verdict import Match, kept_texts, rank
 
 BLOCK_LINES = 4096
 BLOCK_CHARS = 1 << 19
@@ -303,7 +303,7 @@ class Triage:
         hits = self.hits()
         kept = [h.whole for kind in (self.errors.exceptions, self.errors.errors, self.errors.tracebacks)
                 for h in kind]
-        kept += [line.whole for hit in hits for line in hit.lines()]
+        kept += kept_texts(hits)
         return rank(self.library, hits, self.counts, self.releases.bugs([*self.tail, *kept]))
 
 

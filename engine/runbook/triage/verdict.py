@@ -169,10 +169,15 @@ def rank(library: Library, hits: list[SignatureHit], counts: Mapping[PatternKey,
     target = _release_bugs(library, grouped, named, bugs)
     matches = [_match(library, key, named[key], group, roles.get(key)) for key, group in grouped.items()]
     for match in matches:
-        if (match.runbook, match.conclusion) == target:
-            texts = [line.whole for line in match.lines(limit=len(match.signatures) * 6)]
+        if (match.runbook, match.conclusion) == target:  # the bug its own lines show, else the first
+            texts = kept_texts(match.signatures)
             match.release = next((b for b in bugs if releases.shows(b, texts)), bugs[0])
     return order(matches)
+
+
+def kept_texts(hits: list[SignatureHit]) -> list[str]:
+    """The lines the hits kept, as whole as they were kept (what message facts are read from)."""
+    return [line.whole for hit in hits for line in hit.lines()]
 
 
 def _release_bugs(library: Library, grouped: dict[tuple[str, str], list[SignatureHit]],
@@ -187,7 +192,7 @@ def _release_bugs(library: Library, grouped: dict[tuple[str, str], list[Signatur
         return None
     target = (book_id, conclusion_id)
     for key in [k for k in grouped if k != target]:
-        texts = [line.whole for hit in grouped[key] for line in hit.lines()]
+        texts = kept_texts(grouped[key])
         if (key[0] == book_id and named[key].generic) or any(releases.shows(bug, texts) for bug in bugs):
             grouped.setdefault(target, []).extend(grouped.pop(key))
             named[target] = runbook.conclusions[conclusion_id]
