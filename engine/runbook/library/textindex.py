@@ -8,6 +8,7 @@ is `nvidia-smi`, `nvidia` and `smi`) and a plural `s` dropped.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # a character class's ranges (the triage page's too)
 _RUNS = re.compile(rf"[{CJK}]+|[a-z0-9]+(?:[-_.][a-z0-9]+)*")
 _CJK_RUN = re.compile(rf"[{CJK}]")
+_SEPARATORS = re.compile(r"[-_.]")
 UNIGRAM_QUERY_WEIGHT = 0.2  # a single character of a longer Chinese query
 K1 = 1.2
 B = 0.75
@@ -34,15 +36,21 @@ def terms(text: str) -> list[str]:
     """Index terms of `text`: words, and CJK unigrams and bigrams."""
     out: list[str] = []
     for run in _RUNS.findall(text.lower()):
-        if _CJK_RUN.match(run):
+        if run[0] > "z":  # a CJK run: the other kind starts with [a-z0-9]
             out.extend(run)
             out.extend(run[i:i + 2] for i in range(len(run) - 1))
-            continue
-        out.append(_stem(run))
-        parts = re.split(r"[-_.]", run)
-        if len(parts) > 1:
-            out.extend(_stem(p) for p in parts if p)
+        else:
+            out.extend(_word_terms(run))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> tuple[str, ...]:
+    # Cached: a library or a log repeats its words many times.
+    parts = _SEPARATORS.split(word)
+    if len(parts) == 1:
+        return (_stem(word),)
+    return (_stem(word), *(_stem(p) for p in parts if p))
 
 
 def query_terms(text: str) -> dict[str, float]:

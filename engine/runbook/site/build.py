@@ -80,16 +80,29 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     _clear(out)
     pages = P.all_pages(content)
     _render_all(pages, content, theme, out)
-    copy_static(theme, out)
-    write_triage_data(content.runbooks, out, content.kb)  # what the triage page matches logs with
     rendered = time.perf_counter()
-    error, reused = "not built (--no-search)", False
-    if search:
-        fingerprint = search_reuse.site_fingerprint(out, SEARCH_OPTIONS)
-        reused = search_reuse.reuse(parked, bundle, fingerprint)
-        error = None if reused else index_for_search(out)
-        if error is None and not reused:
-            search_reuse.remember(bundle, fingerprint)
+    indexing: subprocess.Popen[str] | str | None = "not built (--no-search)"
+    reused = False
+    # Pagefind reads only the HTML and keeps about 1.5 of 2 cores busy: what else the build
+    # does (the fingerprint when there is no earlier bundle to compare it with, the static
+    # files, the triage page's data) is done while it runs.
+    try:
+        if search:
+            indexing = start_index(out) if parked is None else None
+            fingerprint = search_reuse.site_fingerprint(out, SEARCH_OPTIONS)
+            if parked is not None:
+                reused = search_reuse.reuse(parked, bundle, fingerprint)
+                indexing = None if reused else start_index(out)
+        copy_static(theme, out)
+        write_triage_data(content.runbooks, out, content.kb)  # what the triage page matches logs with
+    except BaseException:
+        if isinstance(indexing, subprocess.Popen):
+            indexing.kill()
+            indexing.wait()
+        raise
+    error = finish_index(indexing) if isinstance(indexing, subprocess.Popen) else indexing
+    if search and error is None and not reused:
+        search_reuse.remember(bundle, fingerprint)
     done = time.perf_counter()
     return BuildResult(out, len(pages), done - begin, done - rendered, error, reused)
 
@@ -104,16 +117,35 @@ def copy_static(theme: Theme, out: Path) -> None:
 def index_for_search(out: Path, bundle: Path | None = None) -> str | None:
     """Run Pagefind's CLI over the built HTML (it indexes with every core); write the bundle to
     `bundle` (default out/pagefind); return why it failed, or None."""
+    started = start_index(out, bundle)
+    return started if isinstance(started, str) else finish_index(started)
+
+
+def start_index(out: Path, bundle: Path | None = None) -> subprocess.Popen[str] | str:
+    """Start Pagefind's CLI over the HTML under `out`; the process, or why it did not start."""
     command = [sys.executable, "-m", "pagefind", "--site", str(out), *SEARCH_OPTIONS, "--silent"]
     if bundle is not None:
         command += ["--output-path", str(bundle.resolve())]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as exc:
         return f"pagefind did not run: {exc}"
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        reason = lines[-1] if lines else f"exit code {done.returncode}"
+
+
+def finish_index(process: subprocess.Popen[str]) -> str | None:
+    """Wait for a started Pagefind (at most 10 minutes); why it failed, or None."""
+    try:
+        stdout, stderr = process.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return "pagefind did not finish in 600 s"
+    except BaseException:  # Ctrl-C during the build: leave no indexer behind
+        process.kill()
+        raise
+    if process.returncode != 0:
+        lines = (stderr or stdout).strip().splitlines()
+        reason = lines[-1] if lines else f"exit code {process.returncode}"
         if "No module named pagefind" in reason:
             reason = "pagefind is not installed (pip install 'runbook[site]')"
         return reason

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -227,6 +228,7 @@ def _clean(text: str) -> str:
     return text if text.isprintable() else _XML_INVALID.sub("", text)
 
 
+@lru_cache(maxsize=65536)
 def _attr(value: str) -> str:
     """A double-quoted, escaped XML attribute value."""
     return '"' + _text(value).replace('"', "&quot;").replace("\n", "&#10;").replace("\t", "&#9;") + '"'
@@ -477,29 +479,50 @@ def _barycenter(item: _Item, side: list[tuple[_Item, float]]) -> float:
 def _crossings(ranks: list[list[_Item]]) -> int:
     total = 0
     for row in ranks[:-1]:
+        # Segments ordered by their upper end cross where their lower ends are out of order:
+        # count, from the right, the lower ends already seen that are smaller.
         segments = sorted((a.pos, b.pos) for a in row for b, _ in a.down)
-        total += sum(1 for i, (_, low) in enumerate(segments) for _, other in segments[i + 1:] if other < low)
+        seen: list[int] = []
+        for _, low in reversed(segments):
+            where = bisect_left(seen, low)
+            total += where
+            seen.insert(where, low)
     return total
 
 
-def _pair_crossings(u: _Item, v: _Item) -> int:
-    """Crossings between the edges of u and those of v while u stands left of v."""
-    return sum(1 for side in ("up", "down") for a, _ in getattr(u, side) for b, _ in getattr(v, side)
-               if a.pos > b.pos)
+def _pair_crossings(u: _Item, v: _Item) -> tuple[int, int]:
+    """Crossings between the edges of u and those of v while u stands left of v, and while v does."""
+    u_left = v_left = 0
+    for u_side, v_side in ((u.up, v.up), (u.down, v.down)):
+        for a, _ in u_side:
+            for b, _ in v_side:
+                if a.pos > b.pos:
+                    u_left += 1
+                elif a.pos < b.pos:
+                    v_left += 1
+    return u_left, v_left
 
 
 def _order(ranks: list[list[_Item]]) -> None:
     for row in ranks:
         _renumber(row)
     best, fewest = [list(row) for row in ranks], _crossings(ranks)
+    before = best
     for sweep in range(SWEEPS):
         down = sweep % 2 == 0
         for r in range(1, len(ranks)) if down else range(len(ranks) - 2, -1, -1):
-            ranks[r].sort(key=lambda i: _barycenter(i, i.up if down else i.down))
+            row = ranks[r]
+            keys = {id(i): _barycenter(i, i.up if down else i.down) for i in row}
+            row.sort(key=lambda i: keys[id(i)])
             _renumber(ranks[r])
         crossings = _crossings(ranks)
         if crossings < fewest:
             best, fewest = [list(row) for row in ranks], crossings
+        if not down:  # a pair of sweeps that changed no order would change none again
+            now = [list(row) for row in ranks]
+            if now == before:
+                break
+            before = now
     for r, row in enumerate(best):
         ranks[r] = row
         _renumber(row)
@@ -513,7 +536,8 @@ def _transpose(ranks: list[list[_Item]]) -> None:
         for row in ranks:
             for i in range(len(row) - 1):
                 u, v = row[i], row[i + 1]
-                if _pair_crossings(v, u) < _pair_crossings(u, v):
+                u_left, v_left = _pair_crossings(u, v)
+                if v_left < u_left:
                     row[i], row[i + 1] = v, u
                     u.pos, v.pos = i + 1, i
                     improved = True
@@ -528,58 +552,84 @@ def _gap(a: _Item, b: _Item) -> float:
     return (a.w + b.w) / 2 + (GAP_NODE if a.is_node and b.is_node else GAP_SMALL)
 
 
-def _place_row(row: list[_Item], wanted: list[float], weights: list[float]) -> None:
+def _offsets(row: list[_Item]) -> list[float]:
+    """Each item's distance from the first when they stand as close as the gaps allow."""
+    offsets = [0.0] if row else []
+    for a, b in pairwise(row):
+        offsets.append(offsets[-1] + _gap(a, b))
+    return offsets
+
+
+def _place_row(row: list[_Item], wanted: list[float], weights: list[float], offsets: list[float]) -> None:
     """Positions nearest `wanted` (weighted least squares) that keep the order and the gaps.
 
     With offsets o_i (the sum of the gaps before item i) and y_i = x_i - o_i, the constraints become
     y non-decreasing: an isotonic regression, solved by pooling adjacent violators.
     """
-    if not row:
-        return
-    offsets = [0.0]
-    for a, b in pairwise(row):
-        offsets.append(offsets[-1] + _gap(a, b))
-    blocks: list[list[float]] = []  # [weight, weighted sum, count]
+    # The pooled blocks, left to right: their weights, weighted sums and sizes.
+    weight_of: list[float] = []
+    sum_of: list[float] = []
+    size_of: list[int] = []
     for want, offset, weight in zip(wanted, offsets, weights, strict=True):
-        target = want - offset
-        blocks.append([weight, weight * target, 1])
-        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][0] > blocks[-1][1] / blocks[-1][0]:
-            last = blocks.pop()
-            blocks[-1] = [blocks[-1][0] + last[0], blocks[-1][1] + last[1], blocks[-1][2] + last[2]]
+        total, size = weight * (want - offset), 1
+        while weight_of and sum_of[-1] / weight_of[-1] > total / weight:
+            weight = weight_of.pop() + weight
+            total = sum_of.pop() + total
+            size = size_of.pop() + size
+        weight_of.append(weight)
+        sum_of.append(total)
+        size_of.append(size)
     i = 0
-    for weight, total, count in blocks:
-        for _ in range(int(count)):
+    for weight, total, size in zip(weight_of, sum_of, size_of, strict=True):
+        for _ in range(size):
             row[i].x = total / weight + offsets[i]
             i += 1
 
 
-def _pull(item: _Item, sides: list[list[tuple[_Item, float]]]) -> tuple[float, float]:
-    """Where the neighbours (and, weakly, the middle at x=0) want `item`, and how hard they pull."""
-    weights = 0.0
-    moment = 0.0
-    for side in sides:
-        for other, weight in side:
-            weights += weight
-            moment += other.x * weight
-    total = weights + CENTER_PULL
-    return moment / total, total
+def _pulls(row: list[_Item], up: bool, down: bool) -> tuple[list[float], list[float]]:
+    """Where the neighbours above and/or below (and, weakly, the middle at x=0) want each item,
+    and how hard they pull."""
+    wanted: list[float] = []
+    weights: list[float] = []
+    for item in row:
+        total = 0.0
+        moment = 0.0
+        for side in (item.up if up else (), item.down if down else ()):
+            for other, weight in side:
+                total += weight
+                moment += other.x * weight
+        total += CENTER_PULL
+        wanted.append(moment / total)
+        weights.append(total)
+    return wanted, weights
 
 
 def _place_x(ranks: list[list[_Item]]) -> None:
-    for row in ranks:
-        _place_row(row, [0.0] * len(row), [1.0] * len(row))
-    for sweep in range(SWEEPS + 1):
-        last = sweep == SWEEPS  # the last pass listens to both sides
+    offsets = [_offsets(row) for row in ranks]  # the order and widths stay: so do the gaps
+    for row, row_offsets in zip(ranks, offsets, strict=True):
+        _place_row(row, [0.0] * len(row), [1.0] * len(row), row_offsets)
+    before = _xs(ranks)
+    for sweep in range(SWEEPS):
         down = sweep % 2 == 0
-        for row in ranks if down else ranks[::-1]:
-            pulls = [_pull(item, [item.up, item.down] if last else [item.up] if down else [item.down])
-                     for item in row]
-            _place_row(row, [p[0] for p in pulls], [p[1] for p in pulls])
+        order = range(len(ranks)) if down else range(len(ranks) - 1, -1, -1)
+        for r in order:
+            _place_row(ranks[r], *_pulls(ranks[r], down, not down), offsets[r])
+        if not down:  # a pair of sweeps that moved nothing would move nothing again
+            now = _xs(ranks)
+            if now == before:
+                break
+            before = now
+    for r, row in enumerate(ranks):  # the last pass listens to both sides
+        _place_row(row, *_pulls(row, True, True), offsets[r])
     _straighten(ranks)
     left = min(item.x - item.w / 2 for row in ranks for item in row)
     for row in ranks:
         for item in row:
             item.x += MARGIN - left
+
+
+def _xs(ranks: list[list[_Item]]) -> list[float]:
+    return [item.x for row in ranks for item in row]
 
 
 def _room(item: _Item, row: list[_Item]) -> tuple[float, float]:
@@ -602,11 +652,17 @@ def _straighten(ranks: list[list[_Item]]) -> None:
                 run.append(run[-1].down[0][0])
             seen.update(id(i) for i in run)
             runs.append(run)
+    runs.sort(key=len, reverse=True)
+    before = _xs(ranks)
     for _ in range(STRAIGHTEN_PASSES):
-        for run in sorted(runs, key=len, reverse=True):
+        for run in runs:
             start = 0
             while start < len(run):
                 start = _straighten_piece(run, start, ranks)
+        now = _xs(ranks)
+        if now == before:  # a pass that moved nothing would move nothing again
+            break
+        before = now
 
 
 def _straighten_piece(run: list[_Item], start: int, ranks: list[list[_Item]]) -> int:

@@ -27,7 +27,8 @@ def site_fingerprint(out: Path, options: tuple[str, ...]) -> str:
     digest.update("\0".join(options).encode())
     for path in sorted(out.rglob("*.html")):
         relative = path.relative_to(out)
-        if relative.parts[0].startswith("."):  # our staging folders, never served
+        # Our staging folders, never served; and the bundle, which Pagefind may be writing now.
+        if relative.parts[0].startswith(".") or relative.parts[0] == "pagefind":
             continue
         digest.update(b"\0" + str(relative).encode() + b"\0")
         digest.update(path.read_bytes())
