@@ -17,6 +17,16 @@
     return new RegExp("^(?:" + spec.source + ")", spec.flags);
   }
 
+  // Python's round(x, digits): the nearest value, and on an exact tie (a binary value such as
+  // 0.125) the even neighbour, where toFixed takes the larger one
+  function pyRound(x, digits) {
+    var fixed = x.toFixed(digits), exact = x.toFixed(Math.min(100, digits + 40));
+    var cut = exact.indexOf(".") + 1 + digits;
+    if (digits < 1 || !/^50*$/.test(exact.slice(cut))) return Number(fixed);
+    var lower = exact.slice(0, cut);
+    return Number(lower.charAt(lower.length - 1)) % 2 === 0 ? Number(lower) : Number(fixed);
+  }
+
   function codePoints(text) { // len() in Python counts code points, .length UTF-16 units
     return /[\uD800-\uDBFF]/.test(text) ? Array.from(text).length : text.length;
   }
@@ -93,7 +103,7 @@
   Ranking.prototype.confidence = function (evidence, names, role) {
     var share = this.rules.roles[this.roleIds.indexOf(role)].confidence;
     var sure = this.formula(evidence, "confidence", names) * share;
-    return Number(sure.toFixed(this.rules.confidence_digits));
+    return pyRound(sure, this.rules.confidence_digits);
   };
 
   // ordering.order: the sort keys, first deciding (a stable sort), then by_time
@@ -1035,7 +1045,7 @@
     var on = medians.Enabled, off = medians.Disabled;
     if (on !== undefined && off !== undefined && on <= rules.slower_ratio * off) {
       out.push({ reading: "p2p-slower", conclusion: t.conclusions["p2p-slower"], first: null,
-                 facts: { enabled: Number(on.toFixed(2)), disabled: Number(off.toFixed(2)) } });
+                 facts: { enabled: pyRound(on, 2), disabled: pyRound(off, 2) } });
     }
     for (var at = 0; at < texts.length; at++) {
       var header = re.header.exec(texts[at]);
@@ -1503,7 +1513,7 @@
     return weights;
   };
 
-  function round4places(value) { return Math.round(value * 1e4) / 1e4; } // Python round(x, 4)
+  function round4places(value) { return pyRound(value, 4); } // Python round(x, 4)
 
   // cases.KnownCases.votes: the nearest cases' conclusions by summed similarity
   KnownCases.prototype.votes = function (counted, top, minSimilarity) {

@@ -41,7 +41,8 @@ class BuildResult:
     out: Path
     pages: int
     seconds: float
-    search_seconds: float
+    search_seconds: float  # from the pages written to the end: Pagefind, and what runs meanwhile (a first
+    # build's flowcharts, the static files, the triage page's data)
     search_error: str | None  # why the search index is missing, or None
     search_reused: bool = False  # the earlier bundle was kept: the pages it indexed are unchanged
 
@@ -79,30 +80,35 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     parked = search_reuse.park(bundle, out) if search else None
     _clear(out)
     pages = P.all_pages(content)
-    _render_all(pages, content, theme, out)
+    # With no earlier bundle to keep, Pagefind can start on pages whose flowcharts are not drawn
+    # yet: a chart is data-pagefind-ignore, so the index is the same byte for byte (tested).
+    later = search and parked is None
+    _map_pages(pages, content, theme, out, _render_indices_charts_later if later else _render_indices)
     rendered = time.perf_counter()
     indexing: subprocess.Popen[str] | str | None = "not built (--no-search)"
     reused = False
-    # Pagefind reads only the HTML and keeps about 1.5 of 2 cores busy: what else the build
-    # does (the fingerprint when there is no earlier bundle to compare it with, the static
-    # files, the triage page's data) is done while it runs.
+    # Pagefind reads only the HTML and keeps about 1.5 of 2 cores busy: what else the build does
+    # (the charts, the static files, the triage page's data) is done while it runs.
     try:
-        if search:
-            indexing = start_index(out) if parked is None else None
-            fingerprint = search_reuse.site_fingerprint(out, SEARCH_OPTIONS)
-            if parked is not None:
-                reused = search_reuse.reuse(parked, bundle, fingerprint)
-                indexing = None if reused else start_index(out)
+        if later:
+            indexing = start_index(out)
+            # In this process: beside Pagefind's threads, more workers only make them wait.
+            charts = _map_pages(pages, content, theme, out, _draw_indices, jobs=1)
+        elif search:
+            reused = search_reuse.reuse(parked, bundle, search_reuse.site_fingerprint(out, SEARCH_OPTIONS))
+            indexing = None if reused else start_index(out)
         copy_static(theme, out)
         write_triage_data(content.runbooks, out, content.kb)  # what the triage page matches logs with
+        error = finish_index(indexing) if isinstance(indexing, subprocess.Popen) else indexing
     except BaseException:
         if isinstance(indexing, subprocess.Popen):
             indexing.kill()
             indexing.wait()
         raise
-    error = finish_index(indexing) if isinstance(indexing, subprocess.Popen) else indexing
+    if later:
+        _put_charts(out, charts)  # Pagefind has read every page: the charts go in
     if search and error is None and not reused:
-        search_reuse.remember(bundle, fingerprint)
+        search_reuse.remember(bundle, search_reuse.site_fingerprint(out, SEARCH_OPTIONS))
     done = time.perf_counter()
     return BuildResult(out, len(pages), done - begin, done - rendered, error, reused)
 
@@ -155,28 +161,37 @@ def finish_index(process: subprocess.Popen[str]) -> str | None:
 # Set just before forking the render workers; they inherit it instead of unpickling it.
 _JOB: tuple[list[P.Page], P.Content, Theme, Path] | None = None
 CHUNK = 8  # pages per render task
+FORK_MIN_PAGES = 200  # a smaller site renders faster in this process than in forked workers
+# Where a runbook page's flowchart goes when the page is written before its chart is drawn
+# (a comment inside the chart's data-pagefind-ignore element: nothing Pagefind reads).
+CHART_MARK = "<!-- runbook-flowchart -->"
+_charts_later = False  # set (before the fork) while pages are rendered with CHART_MARK for their chart
 
 
-def _render_all(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
-    """Render every page; on a big site, split the pages over forked processes (one per core)."""
+def _map_pages(pages: list[P.Page], content: P.Content, theme: Theme, out: Path,
+               work: Callable[[list[int]], list[Any]], *, jobs: int | None = None) -> list[Any]:
+    """`work` over every page (by index) and its results; on a big site, the pages are split
+    over forked processes (`jobs`, default one per core)."""
     global _JOB
-    workers = int(os.environ.get("RUNBOOK_SITE_JOBS") or min(os.cpu_count() or 1, 8))
-    if workers <= 1 or len(pages) < 200 or "fork" not in multiprocessing.get_all_start_methods():
-        render_pages(pages, content, theme, out)
-        return
     _JOB = (pages, content, theme, out)
-    # Small tasks handed out as workers free up: the cores stay even.
-    tasks = [list(range(i, min(i + CHUNK, len(pages)))) for i in range(0, len(pages), CHUNK)]
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+    workers = jobs or int(os.environ.get("RUNBOOK_SITE_JOBS") or min(os.cpu_count() or 1, 8))
     try:
-        for _ in pool.imap_unordered(_render_indices, tasks):
-            pass
-        pool.close()  # not terminate(): a worker killed holding the queue's lock hangs the others
-    except BaseException:
-        pool.terminate()
-        raise
+        forking = "fork" in multiprocessing.get_all_start_methods()
+        if workers <= 1 or len(pages) < FORK_MIN_PAGES or not forking:
+            return work(list(range(len(pages))))
+        # Small tasks handed out as workers free up: the cores stay even.
+        tasks = [list(range(i, min(i + CHUNK, len(pages)))) for i in range(0, len(pages), CHUNK)]
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+        try:
+            results = [item for done in pool.imap_unordered(work, tasks) for item in done]
+            pool.close()  # not terminate(): a worker killed holding the queue's lock hangs the others
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+        return results
     finally:
-        pool.join()
         _JOB = None
 
 
@@ -185,10 +200,36 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _render_indices(indices: list[int]) -> None:
+def _render_indices(indices: list[int]) -> list[Any]:
     assert _JOB is not None
     pages, content, theme, out = _JOB
     render_pages([pages[i] for i in indices], content, theme, out)
+    return []
+
+
+def _render_indices_charts_later(indices: list[int]) -> list[Any]:
+    global _charts_later
+    _charts_later = True
+    try:
+        return _render_indices(indices)
+    finally:
+        _charts_later = False
+
+
+def _draw_indices(indices: list[int]) -> list[tuple[str, str]]:
+    """(page path, its flowchart, redacted) of the runbook pages among `indices`."""
+    assert _JOB is not None
+    pages, content, _, _ = _JOB
+    redactor = _redactor()
+    return [(pages[i].path, redactor.credentials(_flowchart_of(pages[i], content)))
+            for i in indices if pages[i].template == "runbook.html"]
+
+
+def _put_charts(out: Path, charts: list[tuple[str, str]]) -> None:
+    for path, svg in charts:
+        target = out / path
+        html = target.read_text("utf-8")
+        target.write_text(html.replace(CHART_MARK, svg, 1), "utf-8")
 
 
 def render_pages(pages: list[P.Page], content: P.Content, theme: Theme, out: Path) -> None:
@@ -274,17 +315,27 @@ def _content_href(page: P.Page, lang: str, kind: str, target: str, anchor: str) 
                      else P.article_url(lang, target, anchor))
 
 
+def _handover_href(page: P.Page, content: P.Content, rid: str, step: str) -> str:
+    # `other:start` names the other runbook's first step, whatever it is called.
+    by_id = content.by_id
+    target = by_id[rid].start if step == "start" and rid in by_id else step
+    return page.href(P.runbook_url(page.lang or "en", rid, target))
+
+
+def _flowchart_of(page: P.Page, content: P.Content) -> str:
+    """A runbook page's flowchart (cached by its inputs)."""
+    return fragments.flowchart(page.context["runbook"], page.lang or "en", lambda node_id: node_id,
+                               lambda rid, step: _handover_href(page, content, rid, step))
+
+
 def _runbook_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dict[str, Any]:
     rb: Runbook = page.context["runbook"]
     lang = h["lang"]
-    by_id = content.by_id
 
     def handover_href(rid: str, step: str) -> str:
-        # `other:start` names the other runbook's first step, whatever it is called.
-        target = by_id[rid].start if step == "start" and rid in by_id else step
-        return page.href(P.runbook_url(lang, rid, target))
+        return _handover_href(page, content, rid, step)
 
-    svg = fragments.flowchart(rb, lang, lambda node_id: node_id, handover_href)  # cached by its inputs
+    svg = CHART_MARK if _charts_later else _flowchart_of(page, content)
 
     def goto_link(target: str) -> Markup:
         if ":" in target:
