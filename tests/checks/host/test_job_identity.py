@@ -79,13 +79,18 @@ def test_the_log_writer_is_the_job_and_a_torch_process_beside_it_is_foreign(proc
     assert entry["why"] == "torch loaded"
 
 
-def test_a_log_nobody_holds_means_the_job_exited_and_torch_is_never_taken_for_it(procs, tmp_path,
-                                                                                  make_ctx) -> None:
+def test_a_log_nobody_holds_means_the_job_exited_and_torch_is_never_taken_for_it(procs, tmp_path, make_ctx,
+                                                                                  monkeypatch) -> None:
     log = tmp_path / "train.log"
     log.write_text("step 1\ntorch.OutOfMemoryError: CUDA out of memory.\n")
     printed = tmp_path / "notebook.out"
     with printed.open("wb") as out:  # ready once torch is imported (a fixed sleep was too short under load)
         notebook = procs([sys.executable, "-c", TORCH_SLEEP], ready=printed, stdout=out)
+    # The node as this test sees it: the notebook alone. Under `pytest -n`, another test's ranks
+    # (a launcher's RANK in their environment) may run beside it, and those are tied by design
+    # (`launcher-env`: the log may be written on another host).
+    every = _procfs.pids
+    monkeypatch.setattr(_procfs, "pids", lambda: [pid for pid in every() if pid == notebook.pid])
     result = process.run({"log": str(log)}, make_ctx(10.0))
     assert result["found"] is False and result["pid"] is None
     assert result["job_exited"] is True
