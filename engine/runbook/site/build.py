@@ -41,8 +41,9 @@ class BuildResult:
     out: Path
     pages: int
     seconds: float
-    search_seconds: float  # from the pages written to the end: Pagefind, and what runs meanwhile (a first
-    # build's flowcharts, the static files, the triage page's data)
+    # From the pages written to the end: Pagefind, and what runs meanwhile (a first build's
+    # flowcharts, the static files, the triage page's data).
+    search_seconds: float
     search_error: str | None  # why the search index is missing, or None
     search_reused: bool = False  # the earlier bundle was kept: the pages it indexed are unchanged
 
@@ -83,10 +84,11 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     # With no earlier bundle to keep, Pagefind can start on pages whose flowcharts are not drawn
     # yet: a chart is data-pagefind-ignore, so the index is the same byte for byte (tested).
     later = search and parked is None
-    _map_pages(pages, content, theme, out, _render_indices_charts_later if later else _render_indices)
+    _render(pages, content, theme, out, charts_later=later)
     rendered = time.perf_counter()
     indexing: subprocess.Popen[str] | str | None = "not built (--no-search)"
     reused = False
+    charts: list[tuple[str, str]] = []  # a first build's flowcharts, put in once Pagefind has read the pages
     # Pagefind reads only the HTML and keeps about 1.5 of 2 cores busy: what else the build does
     # (the charts, the static files, the triage page's data) is done while it runs.
     try:
@@ -165,7 +167,7 @@ FORK_MIN_PAGES = 200  # a smaller site renders faster in this process than in fo
 # Where a runbook page's flowchart goes when the page is written before its chart is drawn
 # (a comment inside the chart's data-pagefind-ignore element: nothing Pagefind reads).
 CHART_MARK = "<!-- runbook-flowchart -->"
-_charts_later = False  # set (before the fork) while pages are rendered with CHART_MARK for their chart
+_charts_later = False  # set by _render while pages are rendered with CHART_MARK for their chart
 
 
 def _map_pages(pages: list[P.Page], content: P.Content, theme: Theme, out: Path,
@@ -207,11 +209,13 @@ def _render_indices(indices: list[int]) -> list[Any]:
     return []
 
 
-def _render_indices_charts_later(indices: list[int]) -> list[Any]:
+def _render(pages: list[P.Page], content: P.Content, theme: Theme, out: Path, *, charts_later: bool) -> None:
+    """Render and write every page; with `charts_later`, a runbook page gets CHART_MARK for its
+    flowchart (set before the workers fork: they inherit it)."""
     global _charts_later
-    _charts_later = True
+    _charts_later = charts_later
     try:
-        return _render_indices(indices)
+        _map_pages(pages, content, theme, out, _render_indices)
     finally:
         _charts_later = False
 

@@ -511,9 +511,7 @@ def _order(ranks: list[list[_Item]]) -> None:
     for sweep in range(SWEEPS):
         down = sweep % 2 == 0
         for r in range(1, len(ranks)) if down else range(len(ranks) - 2, -1, -1):
-            row = ranks[r]
-            keys = {id(i): _barycenter(i, i.up if down else i.down) for i in row}
-            row.sort(key=lambda i: keys[id(i)])
+            ranks[r].sort(key=lambda i: _barycenter(i, i.up if down else i.down))
             _renumber(ranks[r])
         crossings = _crossings(ranks)
         if crossings < fewest:

@@ -27,7 +27,7 @@ def site_fingerprint(out: Path, options: tuple[str, ...]) -> str:
     digest.update("\0".join(options).encode())
     for path in sorted(out.rglob("*.html")):
         relative = path.relative_to(out)
-        # Our staging folders, never served; and the bundle, which Pagefind may be writing now.
+        # Our staging folders, never served; and the bundle: Pagefind's output, not its input.
         if relative.parts[0].startswith(".") or relative.parts[0] == "pagefind":
             continue
         digest.update(b"\0" + str(relative).encode() + b"\0")
