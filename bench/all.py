@@ -83,6 +83,30 @@ def fanout_rows(doc: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def reuse_rows(doc: dict[str, Any]) -> list[Row]:
+    """Issue #28's SSH goals: client CPU per added host of a first run and of a repeat within
+    --ssh-persist, beside plain `ssh` with ControlPersist measured in the same run."""
+    by = {r["method"]: r for r in doc["results"]}
+    rows: list[Row] = []
+    for key, label in (("first_ms", "first run"), ("repeat_ms", "repeat")):
+        target = doc["targets"][key]
+        rows.append((f"SSH, {doc['hosts']} hosts, {label}: client CPU per added host",
+                     f"{target['value']:.1f} ms", f"<= {target['target']:g} ms", target["met"]))
+    plain = by.get("ssh ControlPersist repeat")
+    repeat = by.get("runbook repeat")
+    if plain and repeat and repeat["marginal_ms_per_host"] is not None:
+        rows.append(("  repeat / ssh ControlPersist repeat (per host)",
+                     f"{repeat['marginal_ms_per_host'] / plain['client_cpu_ms_per_host']:.2f}x",
+                     f"{plain['client_cpu_ms_per_host']:.1f} ms/host", None))
+    return rows
+
+
+def broken_lint_rows(doc: dict[str, Any]) -> list[Row]:
+    lint = doc["lint"]
+    figure = f"lint, {doc['runbooks']:,} runbooks broken, {lint['warm']['problems']:,} problems, warm"
+    return [(figure, f"{lint['warm']['wall']:.2f} s", lint["goal"].replace("warm ", ""), lint["met"])]
+
+
 def ray_rows(doc: dict[str, Any]) -> list[Row]:
     biggest = max(p["nodes"] for p in doc["points"])
     at = {p["executor"]: p for p in doc["points"] if p["nodes"] == biggest}
@@ -163,6 +187,10 @@ BENCHES = [
           fanout_rows, 900),
     Bench("site", [PYTHON, "bench/site/run.py", "--quick", "--json"], site_rows, 900),
     Bench("library", [PYTHON, "bench/library.py", "--runbooks", "1000", "--json"], library_rows, 900),
+    Bench("reuse", [PYTHON, "bench/fanout/reuse.py", "--hosts", "32", "--repeat", "1", "--json"],
+          reuse_rows, 900),
+    Bench("broken", [PYTHON, "bench/library.py", "--broken", "--runbooks", "1000", "--json"],
+          broken_lint_rows, 900),
     Bench("ray", [PYTHON, "bench/ray_fanout.py", "--nodes", "4", "--repeat", "1", "--json"], ray_rows, 900),
     Bench("diagnosis", [PYTHON, "bench/diagnosis.py", "--json"], diagnosis_rows, 600),
 ]

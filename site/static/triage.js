@@ -1296,7 +1296,9 @@
   };
 
   // checks/facts/watchdog: whether, in one process group, the ranks' lowest timed-out SeqNums
-  // differ and so do their collectives (ranks_in_different_collectives)
+  // differ and so do their collectives (ranks_in_different_collectives); whether every timeout
+  // that gives its SeqNum and size is a one-element collective among its group's first
+  // (waits_in_first_collectives)
   Engine.prototype.watchdogFacts = function (texts) {
     var w = this.data.watchdog, seen = {}, kept = [], lowest = {};
     texts.forEach(function (t) {
@@ -1307,11 +1309,12 @@
       var pg = (m = regex(w.pg).exec(t)) ? Number(m[1]) : null;
       var seq = (m = regex(w.seq).exec(body)) ? Number(m[1]) : null;
       var op = (m = regex(w.op).exec(body)) ? m[1] : null;
+      var numel = (m = regex(w.numel_in).exec(body)) ? Number(m[1]) : null;
       var rank = (m = regex(w.job_rank).exec(t)) ? Number(m[1]) : pgRank;
       var key = [rank, pgRank, seq, op].join("|");
       if (has(seen, key)) { if (pg !== null) seen[key].pg = pg; return; }
       if (kept.length >= w.max_items) return;
-      seen[key] = { rank: rank, pg: pg, seq: seq, op: op };
+      seen[key] = { rank: rank, pg: pg, seq: seq, op: op, numel: numel };
       kept.push(seen[key]);
     }, this);
     kept.forEach(function (t) {
@@ -1325,7 +1328,11 @@
       ranks.forEach(function (r) { seqs[r.seq] = true; ops[r.op] = true; });
       return Object.keys(seqs).length > 1 && Object.keys(ops).length > 1;
     });
-    return { ranks_in_different_collectives: differ };
+    var sized = kept.filter(function (t) { return t.seq !== null && t.numel !== null; });
+    var setUp = sized.length > 0 && sized.every(function (t) {
+      return t.seq <= w.first_collectives && t.numel === 1;
+    });
+    return { ranks_in_different_collectives: differ, waits_in_first_collectives: setUp };
   };
 
   // checks/facts/state_dict: the last missing and unexpected keys, and the prefix between them

@@ -152,7 +152,12 @@ class SearchIndex:
         for index in self.indexes.values():
             for i, score in enumerate(index.scores(weights)):
                 totals[i] += score
-        ranked = sorted((i for i, s in enumerate(totals) if s > 0), key=lambda i: (-totals[i], i))
+        # a query that is an item's whole title (in either language) finds that item first
+        wanted = query.strip().casefold()
+        titled = {i for i, item in enumerate(self.items)
+                  if any((t or "").strip().casefold() == wanted for t in item.titles.values())}
+        ranked = sorted((i for i, s in enumerate(totals) if s > 0),
+                        key=lambda i: (i not in titled, -totals[i], i))
         return [self._result(self.items[i], totals[i], weights, lang) for i in ranked[:top]]
 
     def _result(self, item: Item, score: float, weights: dict[str, float], lang: str) -> Result:

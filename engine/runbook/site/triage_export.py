@@ -171,6 +171,7 @@ def _watchdog() -> dict[str, Any]:
     """checks/facts/watchdog's timeout line, for the page's reading of the ranks' collectives."""
     return {"caught": watchdog.CAUGHT, "rank": _js(watchdog.RANK), "job_rank": _js(watchdog.JOB_RANK),
             "pg": _js(watchdog.PG), "seq": _js(watchdog.WORK["seq"]), "op": _js(watchdog.WORK["op"]),
+            "numel_in": _js(watchdog.WORK["numel_in"]), "first_collectives": watchdog.FIRST_COLLECTIVES,
             "max_items": _text.MAX_ITEMS, "max_line": _text.MAX_LINE}
 
 

@@ -131,5 +131,11 @@ RANKING: dict[str, Any] = {
          "role": "cause"},
         {"conclusion": "ddp-errors:rank-failed-first", "fact": ["watchdog", "ranks_in_different_collectives"],
          "becomes": "ddp-errors:code-path-mismatch", "role": "cause"},
+        # watchdog timeouts only in one-element collectives among the job's first (a barrier at
+        # SeqNum 3): the ranks waited at set-up for one still busy with its own work (tokenising,
+        # preprocessing), the cause and not a knock-on (training-hang's exit step concludes the same)
+        {"conclusion": "training-hang:crashed-collective-timeout",
+         "fact": ["watchdog", "waits_in_first_collectives"], "becomes": "training-hang:rank-busy-at-set-up",
+         "role": "cause"},
     ],
 }

@@ -31,6 +31,11 @@ Facts:
 - ranks_in_different_collectives: in one process group, ranks timed out on different SeqNums in
   different collectives (each rank's lowest SeqNum and its OpType): not one rank late in the same
   sequence of collectives, but ranks whose code called different ones
+- waits_in_first_collectives: every timeout that gives its SeqNum and size is one of its process
+  group's first collectives (SeqNum <= FIRST_COLLECTIVES) carrying one element (a barrier, or the
+  count `broadcast_object_list` sends first): the ranks that timed out waited at the job's set-up
+  for a rank that had not reached it, still busy with work of its own (tokenising the dataset,
+  loading weights) or stuck before it
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ WORK = {
     "numel_out": re.compile(r"NumelOut=(\d+)"),
     "timeout_ms": re.compile(r"Timeout\(ms\)=(\d+)"),
 }
+# A process group's first collectives: the set-up's barriers and broadcasts (launchers, DeepSpeed's
+# and DDP's init, `main_process_first`) come well before this many; training steps come after.
+FIRST_COLLECTIVES = 20
 _PROGRESS_KEPT = 1000  # ranks' progress kept to find who is behind (MAX_ITEMS are reported)
 _RAN = re.compile(r"\) ran for (\d+) milliseconds")
 _PROGRESS = re.compile(  # the older wordings, then the newest
@@ -148,7 +156,15 @@ def _summary(count: int, timeouts: list[dict[str, Any]], progress: list[dict[str
         "ranks_disagree_on_seq": len(set(lowest_per_rank.values())) > 1,
         "behind_ranks": _behind(progress)[:MAX_ITEMS],
         "ranks_in_different_collectives": _different_collectives(timeouts),
+        "waits_in_first_collectives": _waits_in_first_collectives(timeouts),
     }
+
+
+def _waits_in_first_collectives(timeouts: list[dict[str, Any]]) -> bool:
+    """Whether the timeouts that give SeqNum and size (torch 2.1+ gives NumelIn) are all one-element
+    collectives among their group's first: waits at the job's set-up, not in training steps."""
+    sized = [t for t in timeouts if t["seq"] is not None and t["numel_in"] is not None]
+    return bool(sized) and all(t["seq"] <= FIRST_COLLECTIVES and t["numel_in"] == 1 for t in sized)
 
 
 def _different_collectives(timeouts: list[dict[str, Any]]) -> bool:
