@@ -49,7 +49,8 @@ CASES = [
      "Invalid config blocking attribute value -2147483648",
      "nccl-errors:torch-nccl-mismatch"),
     ("config-undef-refused",
-     "trainer-0:771:771 [0] init.cc:1650 NCCL WARN Invalid config cgaClusterSize attribute value -2147483648\n"
+     "trainer-0:771:771 [0] init.cc:1650 NCCL WARN Invalid config cgaClusterSize attribute value "
+     "-2147483648\n"
      "trainer-0:771:771 [0] NCCL INFO init.cc:1729 -> 4",
      "nccl-errors:torch-nccl-mismatch"),
     ("proxy-connect-remote-error",
