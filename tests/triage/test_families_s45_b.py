@@ -1,15 +1,17 @@
 """Message families of session 45 (b): Ray's raylet warning that the disk of its session and spill
 directory passed its capacity threshold (ray-project/ray src/ray/common/file_system_monitor.cc,
 `PATH is over 95% full, available space: A; capacity: C. Object creation will fail if spilling is
-required.`, and `PATH has no capacity`), and torch.save's storage writer before the zip format
-(pytorch torch/csrc/serialization.cpp doWrite, `write(): fd N failed with ` + strerror). Two messages
-of each family read to their conclusion, and near misses in similar words that must read otherwise."""
+required.`, and `PATH has no capacity`), torch.save's storage writer before the zip format
+(pytorch torch/csrc/serialization.cpp doWrite, `write(): fd N failed with ` + strerror), and torch's
+DataLoader worker killed by a signal (torch/csrc/DataLoader.cpp, `is killed by signal: ` + strsignal:
+SIGKILL's `Killed` is host memory, not /dev/shm). Two messages of each family read to their
+conclusion, and near misses in similar words that must read otherwise."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.triage.families import assert_first, assert_near_miss
+from tests.triage.families import assert_first, assert_near_miss, found
 
 # (family, text, conclusion)
 CASES = [
@@ -39,6 +41,14 @@ CASES = [
      "    return body(f)\n"
      "RuntimeError: write(): fd 41 failed with Input/output error",
      "host-faults:storage-errors"),
+    ("dataloader-sigkill",
+     '  File "/usr/local/lib/python3.10/dist-packages/torch/utils/data/_utils/signal_handling.py", line 66, '
+     "in handler\n    _error_if_any_worker_fails()\n"
+     "RuntimeError: DataLoader worker (pid 30712) is killed by signal: Killed. ",
+     "host-faults:killed-likely-oom"),
+    ("dataloader-sigkill",
+     "[rank3]: RuntimeError: DataLoader worker (pid 118) is killed by signal: Killed.",
+     "host-faults:killed-likely-oom"),
 ]
 
 
@@ -65,6 +75,15 @@ NEAR_MISSES = [
     ("torch-legacy-writer",
      "RuntimeError: write(): fd 29 failed with Input/output error",
      "host-faults:checkpoint-storage-full", "host-faults:storage-errors"),
+    # a worker's own segfault is a crash in the worker, not a kill from outside
+    ("dataloader-sigkill",
+     "RuntimeError: DataLoader worker (pid 4411) is killed by signal: Segmentation fault. ",
+     "host-faults:killed-likely-oom", None),
+    # SIGBUS stays /dev/shm
+    ("dataloader-sigkill",
+     "RuntimeError: DataLoader worker (pid 9002) is killed by signal: Bus error. It is possible that "
+     "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+     "host-faults:killed-likely-oom", "cuda-oom:dataloader-shm-exhausted"),
 ]
 
 
@@ -72,3 +91,16 @@ NEAR_MISSES = [
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(NEAR_MISSES)])
 def test_a_near_miss_reads_otherwise(family: str, text: str, not_first: str, first: str | None) -> None:
     assert_near_miss(text, family, not_first, first)
+
+
+@pytest.mark.parametrize("text", [c[1] for c in CASES if c[0] == "dataloader-sigkill"])
+def test_a_sigkilled_worker_is_host_memory_not_shm(text: str) -> None:
+    conclusions = [c for c, _ in found(text, "dataloader-sigkill")]
+    assert "cuda-oom:host-memory-pressure" in conclusions[:3], conclusions
+    assert "cuda-oom:dataloader-shm-exhausted" not in conclusions, conclusions
+
+
+def test_a_segfaulted_worker_is_not_shm() -> None:
+    text = "RuntimeError: DataLoader worker (pid 4411) is killed by signal: Segmentation fault. "
+    causes = [c for c, r in found(text, "dataloader-sigkill") if r == "cause"]
+    assert "cuda-oom:dataloader-shm-exhausted" not in causes, causes
