@@ -1,11 +1,8 @@
-"""Message families of session 45 (b): Ray's raylet warning that the disk of its session and spill
-directory passed its capacity threshold (ray-project/ray src/ray/common/file_system_monitor.cc,
-`PATH is over 95% full, available space: A; capacity: C. Object creation will fail if spilling is
-required.`, and `PATH has no capacity`), torch.save's storage writer before the zip format
-(pytorch torch/csrc/serialization.cpp doWrite, `write(): fd N failed with ` + strerror), and torch's
-DataLoader worker killed by a signal (torch/csrc/DataLoader.cpp, `is killed by signal: ` + strsignal:
-SIGKILL's `Killed` is host memory, not /dev/shm). Two messages of each family read to their
-conclusion, and near misses in similar words that must read otherwise."""
+"""Message families of session 45 (b): torch.save's storage writer before the zip format (pytorch
+torch/csrc/serialization.cpp doWrite, `write(): fd N failed with ` + strerror), and torch's DataLoader
+worker killed by a signal (torch/csrc/DataLoader.cpp, `is killed by signal: ` + strsignal: SIGKILL's
+`Killed` is a kill from outside and host memory, not /dev/shm; a segfault is neither). Two messages of
+each family read to their conclusion, and near misses in similar words that must read otherwise."""
 
 from __future__ import annotations
 
@@ -15,19 +12,6 @@ from tests.triage.families import assert_first, assert_near_miss, found
 
 # (family, text, conclusion)
 CASES = [
-    ("ray-fs-monitor",
-     "(raylet) [2025-01-08 04:12:51,337 E 9021 9054] (raylet) file_system_monitor.cc:116: "
-     "/tmp/ray/session_2025-01-08_03-58-10_114200_8800 is over 95% full, available space: 4.71722 GB; "
-     "capacity: 98.3148 GB. Object creation will fail if spilling is required.",
-     "host-faults:disk-full"),
-    ("ray-fs-monitor",
-     "[2023-05-02 11:20:07,004 E 771 790] file_system_monitor.cc:111: /data/ray_spill is over 95% full, "
-     "available space: 812646400; capacity: 499963174912. Object creation will fail if spilling is required.",
-     "host-faults:disk-full"),
-    ("ray-fs-monitor",
-     "[2024-10-30 17:45:00,512 E 3301 3340] file_system_monitor.cc:105: /tmp/ray/session_latest has no "
-     "capacity, object creation will fail if spilling is required.",
-     "host-faults:disk-full"),
     ("torch-legacy-writer",
      '  File "/usr/lib/python3.6/site-packages/torch/serialization.py", line 297, in _save\n'
      "    serialized_storages[key]._write_file(f, _should_read_directly(f))\n"
@@ -60,17 +44,6 @@ def test_a_family_reads_to_its_conclusion(family: str, text: str, conclusion: st
 
 # (family, text, what must not come first, what must come first or None)
 NEAR_MISSES = [
-    # past the threshold on a large disk with plenty left: Ray's warning, not a full disk
-    ("ray-fs-monitor",
-     "(raylet) [2025-10-20 01:48:15,818 E 5512 5540] (raylet) file_system_monitor.cc:116: "
-     "/tmp/ray/session_2025-10-20_01-47-33_454343_5400 is over 95% full, available space: 81.0247 GB; "
-     "capacity: 1874.72 GB. Object creation will fail if spilling is required.",
-     "host-faults:disk-full", None),
-    ("ray-fs-monitor",
-     "(raylet) file_system_monitor.cc:111: /tmp/ray/session_2024-08-13_13-51-03_278533_85668 is over 95% "
-     "full, available space: 232025309184; capacity: 17453327216640. Object creation will fail if spilling "
-     "is required.",
-     "host-faults:disk-full", None),
     # an I/O error of the writer is the storage's, not a full file system
     ("torch-legacy-writer",
      "RuntimeError: write(): fd 29 failed with Input/output error",
