@@ -3,8 +3,9 @@ failed on (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: `failure detected b
 id: N PG status: ...`, torch 2.2-2.3's `Exception (either an error or timeout) detected by watchdog at
 work: N, ...`), read with the timeout it follows, and a rank's traceback through the barrier of
 `main_process_first` (transformers TrainingArguments, Accelerate PartialState), the ranks waiting at set-up
-for the first one still preprocessing. Messages of each family read to their conclusion, and near misses
-in similar words that must read otherwise."""
+for the first one still preprocessing, and vLLM V1's executor giving up on a worker's step
+(v1/executor/multiproc_executor.py: `RPC call to {method} timed out.`). Messages of each family read to
+their conclusion, and near misses in similar words that must read otherwise."""
 
 from __future__ import annotations
 
@@ -51,6 +52,19 @@ CASES = [
      "[rank3]: RuntimeError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
      "c10d key-value store by key '0', but store->get('0') got error: Socket Timeout",
      "training-hang:rank-busy-at-set-up", "knock-on"),
+    ("vllm-step-rpc-timeout",
+     "(EngineCore_DP0 pid=4411) ERROR 05-14 02:40:19 [core.py:842] EngineCore encountered a fatal error.\n"
+     "(EngineCore_DP0 pid=4411) Traceback (most recent call last):\n"
+     '(EngineCore_DP0 pid=4411)   File "/usr/local/lib/python3.12/site-packages/vllm/v1/executor/'
+     'multiproc_executor.py", line 273, in get_response\n'
+     '(EngineCore_DP0 pid=4411)     raise TimeoutError(f"RPC call to {method} timed out.") from e\n'
+     "(EngineCore_DP0 pid=4411) TimeoutError: RPC call to execute_model timed out.",
+     "training-hang:stuck-in-gpu-kernel", "knock-on"),
+    ("vllm-step-rpc-timeout",
+     "ERROR 11-02 17:05:51 [core.py:905] TimeoutError: RPC call to sample_tokens timed out.\n"
+     "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) "
+     "for the root cause.",
+     "training-hang:stuck-in-gpu-kernel", "knock-on"),
 ]
 
 
@@ -77,6 +91,18 @@ NEAR_MISSES = [
      "    dataset = dataset.map(tokenize, batched=True)\n"
      "KeyError: 'text'",
      "training-hang:rank-busy-at-set-up", None),
+    # a start-up call that timed out is no step stuck on the GPU
+    ("vllm-step-rpc-timeout",
+     "TimeoutError: RPC call to init_device timed out.",
+     "training-hang:stuck-in-gpu-kernel", None),
+    # a worker that failed with an error names its own cause, ahead of the engine's death
+    ("vllm-step-rpc-timeout",
+     "(VllmWorker TP1 pid=921) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 "
+     "has a total capacity of 79.19 GiB of which 1.02 GiB is free.\n"
+     "RuntimeError: Worker failed with error 'CUDA out of memory. Tried to allocate 2.00 GiB.', please check "
+     "the stack trace above for the root cause\n"
+     "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+     "training-hang:stuck-in-gpu-kernel", None),
 ]
 
 
