@@ -1,11 +1,11 @@
-"""Message families of session 45 (c): the NCCL watchdog's own follow-up line that names the work it
-failed on (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: `failure detected by watchdog at work sequence
-id: N PG status: ...`, torch 2.2-2.3's `Exception (either an error or timeout) detected by watchdog at
-work: N, ...`), read with the timeout it follows, and a rank's traceback through the barrier of
-`main_process_first` (transformers TrainingArguments, Accelerate PartialState), the ranks waiting at set-up
-for the first one still preprocessing, and vLLM V1's executor giving up on a worker's step
-(v1/executor/multiproc_executor.py: `RPC call to {method} timed out.`). Messages of each family read to
-their conclusion, and near misses in similar words that must read otherwise."""
+"""Message families of session 45 (c): the NCCL watchdog's own follow-up line that names the work it failed
+on (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: `failure detected by watchdog at work sequence id: N
+PG status: ...`, torch 2.2-2.3's `Timeout at NCCL work: N, ...`), read with the timeout it follows, and a
+rank's traceback through the barrier of `main_process_first` (transformers TrainingArguments, Accelerate
+PartialState), the ranks waiting at set-up for the first one still preprocessing, and vLLM V1's executor
+giving up on a worker's step (v1/executor/multiproc_executor.py: `RPC call to {method} timed out.`).
+Messages of each family read to their conclusion, and near misses in similar words that must read
+otherwise."""
 
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ CASES = [
      "PG status: last enqueued work: 51210, last completed work: 51203",
      "training-hang:crashed-collective-timeout", "knock-on"),
     ("watchdog-follow-up",
-     "[rank5]:[E1004 03:12:44.118823551 ProcessGroupNCCL.cpp:1664] [PG 0 Rank 5] Exception (either an error "
-     "or timeout) detected by watchdog at work: 9313, last enqueued NCCL work: 9313, last completed NCCL "
-     "work: 9312.",
+     "[rank5]:[E ProcessGroupNCCL.cpp:1537] [PG 2 Rank 5] Timeout at NCCL work: 9313, last enqueued NCCL "
+     "work: 9314, last completed NCCL work: 9312.",
      "training-hang:crashed-collective-timeout", "knock-on"),
     ("main-process-first",
      "Traceback (most recent call last):\n"
