@@ -1,11 +1,11 @@
-"""Message families of session 45 (d): the ranks Horovod's stall inspector names as the ones that never
-submitted the stalled tensors (horovod/common/stall_inspector.cc `Missing ranks:`, 0.18-0.19's `Stalled
-ranks:`, older operations.cc's `[missing ranks: N]` and `[ready ranks: N]`), the NVSwitch driver's fatal
-error entry (error_nvswitch.c `SXid (PCI:...): N, Severity 1 Engine instance ...`), a resume from a
-checkpoint without its training state (Lightning's `Trying to restore optimizer state but checkpoint
-contains only the model`, a script's `KeyError: 'optimizer'`), and Megatron's iteration line that leaves
-out a NaN loss (training_log writes a loss only `if avg > 0.0`). Two messages or more of each family read
-to their conclusion, and near misses in similar words that must read otherwise."""
+"""Message families of session 45 (d): a rank other than 0 that Horovod's stall inspector names as
+never having submitted the stalled tensors (older operations.cc's `[missing ranks: N]`, stall_inspector.cc's
+`N!: [...]` past the shutdown time; rank 0 prints the list, so a missing rank 0 is alive and busy elsewhere),
+the NVSwitch driver's fatal error entry (error_nvswitch.c `SXid (PCI:...): N, Severity 1 Engine instance`),
+a resume from a checkpoint without its training state (Lightning's `Trying to restore optimizer state but
+checkpoint contains only the model`, a script's `KeyError: 'optimizer'`), and Megatron's iteration line that
+leaves out a NaN loss (training_log writes a loss only `if avg > 0.0`). Two messages or more of each family
+read to their conclusion, and near misses in similar words that must read otherwise."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ _STALL = ("One or more tensors were submitted to be reduced, gathered or broadca
 # (family, text, conclusion)
 CASES = [
     ("horovod-stalled-ranks",
-     "[2022-03-14 08:02:11.402113: W /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] " + _STALL
-     + "\nMissing ranks:\n3: [DistributedAdam_Allreduce/cond_12/HorovodAllreduce_grads_12_0, "
-     "DistributedAdam_Allreduce/cond_13/HorovodAllreduce_grads_13_0]",
+     "[2022-03-14 08:02:11.402113: E /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] " + _STALL
+     + "\nMissing ranks:\n3!: [DistributedAdam_Allreduce/cond_12/HorovodAllreduce_grads_12_0, "
+     "DistributedAdam_Allreduce/cond_13/HorovodAllreduce_grads_13_0]\nOne or more rank (marked by \"!\") is "
+     "stalled for longer than 300 seconds. Will shutdown.",
      "ddp-errors:rank-stopped-first"),
     ("horovod-stalled-ranks",
      "[1,0]<stderr>:[2020-01-21 17:40:02.118830: E horovod/common/stall_inspector.cc:105] " + _STALL + "\n"
@@ -38,8 +39,12 @@ CASES = [
      "HorovodAllreduce_gradients_dense_1_BiasAdd_grad_BiasAddGrad_0 [missing ranks: 1, 6]",
      "ddp-errors:rank-stopped-first"),
     ("horovod-stalled-ranks",
-     "WARNING: " + _STALL
-     + "Stalled ops: HorovodAllreduce_gradients_conv2d_Conv2D_grad_0 [ready ranks: 0, 1, 3]",
+     "[1,0]<stderr>:[2021-07-02 11:03:44.020117: E horovod/common/stall_inspector.cc:107] " + _STALL + "\n"
+     "[1,0]<stderr>:Missing ranks:\n"
+     "[1,0]<stderr>:0!: [allreduce.encoder.layers.0.self_attn.k_proj.weight]\n"
+     "[1,0]<stderr>:7!: [allreduce.encoder.layers.0.self_attn.k_proj.weight, allreduce.decoder.embed.bias]\n"
+     "[1,0]<stderr>:One or more rank (marked by \"!\") is stalled for longer than 120 seconds. "
+     "Will shutdown.",
      "ddp-errors:rank-stopped-first"),
     ("nvswitch-sxid-severity",
      "[Tue Mar  4 02:17:45 2025] nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine "
@@ -88,6 +93,19 @@ NEAR_MISSES = [
     ("horovod-stalled-ranks",
      "[2022-03-14 08:02:11.402113: W horovod/common/stall_inspector.cc:107] " + _STALL,
      "ddp-errors:rank-stopped-first", "ddp-errors:ranks-wait-for-peer"),
+    # only rank 0, the coordinator that prints the list, is missing: it is alive and busy elsewhere
+    ("horovod-stalled-ranks",
+     "[2022-03-14 08:02:11.402113: W horovod/common/stall_inspector.cc:107] " + _STALL
+     + "\nMissing ranks:\n0: [DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0, "
+     "DistributedSGD_Allreduce/cond_1/HorovodAllreduce_grads_1_0]",
+     "ddp-errors:rank-stopped-first", "ddp-errors:ranks-wait-for-peer"),
+    ("horovod-stalled-ranks",
+     "WARNING: " + _STALL + "\nStalled ops:\nHorovodBroadcast_conv1_weights_0 [missing ranks: 0]",
+     "ddp-errors:rank-stopped-first", "ddp-errors:ranks-wait-for-peer"),
+    # a numbered list of a user's own print is not a stall list
+    ("horovod-stalled-ranks",
+     "3: [0.25, 0.5, 0.75]",
+     "ddp-errors:rank-stopped-first", None),
     # `Missing ranks` inside a sentence of another tool is no stall inspector's list
     ("horovod-stalled-ranks",
      "ValueError: Missing ranks: [2, 3] in the placement plan for stage 1",
