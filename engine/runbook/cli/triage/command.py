@@ -160,7 +160,8 @@ def fact_line(facts: dict[str, Any], zh: bool) -> str:
     if dog.get("timeouts"):
         first = dog["timeouts"][0]
         size = f" NumelIn={first['numel_in']}" if first.get("numel_in") is not None else ""
-        parts.append(f"{first.get('op')} SeqNum={first.get('seq')}{size} Timeout(ms)={first.get('timeout_ms')}")
+        timeout = f" Timeout(ms)={first.get('timeout_ms')}"
+        parts.append(f"{first.get('op')} SeqNum={first.get('seq')}{size}{timeout}")
     rdzv = facts.get("rendezvous") or {}
     if rdzv.get("expected"):
         joined = "个客户端已加入" if zh else "clients joined"
