@@ -89,6 +89,7 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     indexing: subprocess.Popen[str] | str | None = "not built (--no-search)"
     reused = False
     charts: list[tuple[str, str]] = []  # a first build's flowcharts, put in once Pagefind has read the pages
+    fingerprint = None  # of the pages as Pagefind indexes them, once they are all written
     # Pagefind reads only the HTML and keeps about 1.5 of 2 cores busy: what else the build does
     # (the charts, the static files, the triage page's data) is done while it runs.
     try:
@@ -97,7 +98,8 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
             # In this process: beside Pagefind's threads, more workers only make them wait.
             charts = _map_pages(pages, content, theme, out, _draw_indices, jobs=1)
         elif search:
-            reused = search_reuse.reuse(parked, bundle, search_reuse.site_fingerprint(out, SEARCH_OPTIONS))
+            fingerprint = search_reuse.site_fingerprint(out, SEARCH_OPTIONS)
+            reused = search_reuse.reuse(parked, bundle, fingerprint)
             indexing = None if reused else start_index(out)
         copy_static(theme, out)
         write_triage_data(content.runbooks, out, content.kb)  # what the triage page matches logs with
@@ -110,7 +112,8 @@ def build_site(content: P.Content, theme: Theme, out: Path, *, search: bool = Tr
     if later:
         _put_charts(out, charts)  # Pagefind has read every page: the charts go in
     if search and error is None and not reused:
-        search_reuse.remember(bundle, search_reuse.site_fingerprint(out, SEARCH_OPTIONS))
+        # a first build's pages are whole only now that the charts are in
+        search_reuse.remember(bundle, fingerprint or search_reuse.site_fingerprint(out, SEARCH_OPTIONS))
     done = time.perf_counter()
     return BuildResult(out, len(pages), done - begin, done - rendered, error, reused)
 
@@ -336,16 +339,13 @@ def _runbook_context(page: P.Page, content: P.Content, h: dict[str, Any]) -> dic
     rb: Runbook = page.context["runbook"]
     lang = h["lang"]
 
-    def handover_href(rid: str, step: str) -> str:
-        return _handover_href(page, content, rid, step)
-
     svg = CHART_MARK if _charts_later else _flowchart_of(page, content)
 
     def goto_link(target: str) -> Markup:
         if ":" in target:
             rid, step = target.split(":", 1)
             link = Markup('<a class="goto external" href="{}">{}</a>')
-            return link.format(handover_href(rid, step), target)
+            return link.format(_handover_href(page, content, rid, step), target)
         node = rb.steps.get(target) or rb.conclusions.get(target)
         title = node.title.get(lang) if node else ""
         return Markup('<a class="goto" href="#{}">{}</a> <span class="goto-title">{}</span>').format(
