@@ -1671,6 +1671,9 @@
     }, this);
     if (verdict === "unknown") return this.fused(matches, found);
     matches.forEach(function (m) { named[m.key] = true; });
+    // result._refused_by_facts: where a refine rule's conclusion is still named, its lines' facts
+    // did not lead to the rule's `becomes`, and no report's resemblance names it either
+    this.data.ranking.refine.forEach(function (rule) { if (named[rule.conclusion]) named[rule.becomes] = true; });
     found = found.filter(function (m) { return !named[m.key]; }).slice(0, rules.fill_to);
     return matches.concat(found.slice(0, Math.max(0, rules.fill_to - matches.length)));
   };

@@ -179,9 +179,16 @@ def _with_cases(library: Library, matches: list[Match], verdict: str, cases: Kno
     votes = case_matches(library, cases.votes(count, rules["neighbours"], rules["min_similarity"]))
     if verdict == SIMILAR:
         return _fused(matches, votes)
-    named = {(m.runbook, m.conclusion) for m in matches}
-    new = [m for m in votes if (m.runbook, m.conclusion) not in named][: rules["fill_to"]]
+    named = {f"{m.runbook}:{m.conclusion}" for m in matches}
+    said_no = _refused_by_facts(named)
+    new = [m for m in votes if f"{m.runbook}:{m.conclusion}" not in named | said_no][: rules["fill_to"]]
     return [*matches, *new[: max(0, rules["fill_to"] - len(matches))]]
+
+
+def _refused_by_facts(named: set[str]) -> set[str]:
+    """The conclusions a `refine` rule of the ranking leads to from a conclusion still named: its
+    lines' facts did not move it there, so no known report's resemblance names it either."""
+    return {rule["becomes"] for rule in RANKING["refine"] if rule["conclusion"] in named}
 
 
 def _fused(text: list[Match], votes: list[Match]) -> list[Match]:
