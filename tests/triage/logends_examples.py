@@ -30,4 +30,26 @@ INFO:root:epoch 3 done
 INFO:root:Saving the final checkpoint to /ckpt/final
 INFO:root:Training completed in 3.2 hours
 """,
+    # torchrun's failure summary: the ranks exited with code 1 (their traceback is elsewhere), not a stall
+    "torchrun_summary_exit_1": """\
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-03-02_10:11:12
+  host      : gpu01
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+""",
+    # a Ray job that ended, with the raylet's error-severity lines before it
+    "ray_job_failed_disk_monitor": """\
+Job 'raysubmit_4bZ' failed
+------------------------------------------
+Status message: Job entrypoint command failed with exit code 1, last available logs:
+(raylet) [2025-01-02 03:04:05,678 E 1111 2222] file_system_monitor.cc:116: /tmp/ray/session_x is over 95% full
+""",
 }

@@ -47,6 +47,9 @@ def test_an_rl_actor_named_only_by_rays_prefix_makes_it_an_rl_stage() -> None:
     ">>> t.to('cuda:0')\ntensor([0., 0., 0.], device='cuda:0')\n",  # values printed in a session
     "Model params: 6.28 B\nBooster init max CUDA memory: 3770.59 MB\nmax CPU memory: 7838.21 MB\n",
     "INFO start\n2023-07-04 08:55:35,252 WARNING services.py:1826 -- The object store is using /tmp\n",
+    EXAMPLES["torchrun_summary_exit_1"],  # the ranks exited: an error, not a stall
+    EXAMPLES["ray_job_failed_disk_monitor"],  # a job that failed, and the raylet's E lines
+    "INFO connecting\nINFO handshake sent\nFailed to deserialize data rail endpoints\nNIXL_ERR_BACKEND\n",
 ])
 def test_no_stall_is_named_when_the_paste_says_something_else(text: str) -> None:
     readings = triage_text(LIBRARY, None, text, "paste").readings
@@ -62,3 +65,24 @@ def test_the_last_line_said_skips_lines_without_words() -> None:
     text = "INFO init\nINFO config read\nINFO loading shards\n#\n"
     [reading] = triage_text(LIBRARY, None, text, "paste").readings
     assert reading["facts"]["last"] == "INFO loading shards"
+
+
+@pytest.mark.parametrize(("line", "error"), [
+    ("  exitcode  : 1 (pid: 39887)", True),  # torchrun's failure summary
+    ("  exitcode  : -9 (pid: 39887)", True),
+    ("  exitcode  : 0 (pid: 39887)", False),
+    ("Status message: Job entrypoint command failed with exit code 1, last available logs", True),
+    ("srun: error: node3: task 2: Exited with exit code 1", True),
+    ("the worker exited with code 0", False),
+    ("nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND", True),
+    ("Failed to initialize NVML: Driver/library version mismatch", True),
+    ("UserWarning: Failed to load image Python extension", False),  # a warning that mentions it
+    ("(raylet) [2025-05-12 21:22:19,118 E 47346 47378] file_system_monitor.cc:116: disk over 95% full", True),
+    ("(raylet) [2025-05-12 21:22:19,118 W 47346 47378] memory_monitor.cc:42: usage is high", False),
+    ("(raylet) [2025-05-12 21:22:19,118 I 47346 47378] node_manager.cc:1: started", False),
+])
+def test_lines_that_say_a_process_failed_are_error_lines(line: str, error: bool) -> None:
+    """A paste whose lines say a process failed (an exit code, an error code, a severity) is no
+    stall: its last error line is what triage compares."""
+    result = triage_text(LIBRARY, None, f"INFO start\nINFO step 1\n{line}\n", "paste")
+    assert (result.error_line is not None) is error, result.error_line

@@ -3,9 +3,12 @@ no signature knows the error (fallback.py), and how it tells "no error at all" a
 
 An exception line is a traceback's last line (`RuntimeError: ...`, `torch.OutOfMemoryError:
 ...`, `ray.exceptions.RayTaskError(...)`); an error line holds `ERROR`, `FATAL`, `Error:`,
-`error:` or 错误/失败/异常/报错/崩溃, or says a process died: a glog `E0213 12:07:20` line, the
-elastic agent's `failed (exitcode: 1)`, `FAILED`, a fatal signal (`*** SIGTERM received`,
-`Segmentation fault`, `core dumped`), a launcher killing its children (`Killing subprocess`).
+`error:` or 错误/失败/异常/报错/崩溃, or says a process died: a glog `E0213 12:07:20` line or
+Ray's log at severity E or F, the elastic agent's `failed (exitcode: 1)` and its summary's
+`exitcode  : 1 (pid: 39887)`, a job or a command that `failed with exit code 1`, `FAILED`, a
+fatal signal (`*** SIGTERM received`, `Segmentation fault`, `core dumped`), a launcher killing
+its children (`Killing subprocess`); or it is a library's error code (`NIXL_ERR_BACKEND`) or a
+line that begins `Failed to <verb>`.
 A traceback's first line (`Traceback (most recent call last):`) or one of its frames counts
 when nothing better does: an excerpt cut before the exception still shows an error. Lines that only talk about
 errors (`0 errors`, `error_rate`) are not errors.
@@ -22,13 +25,20 @@ KEEP = 20  # last lines kept of each kind
 # A cheap test on a lowercased line before the regexes run: most lines of a log have none.
 KEYWORDS = ("error", "exception", "fatal", "critical", "fault", "failure", "interrupt",
             "failed", "traceback", "killing subprocess", "sigterm", "sigabrt", "sigsegv", "sigbus",
-            "core dumped", "e0000 00:", '", line 0',
+            "core dumped", "e0000 00:", '", line 0', "exitcode", "exited with", "terminated with", "_err_",
+            ".cc:",
             "错误", "失败", "异常", "报错", "崩溃")
 EXCEPTION_LINE = re.compile(
     r"^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Failure|Fault)\b(?:[:(]|$)")
 ERROR_LINE = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|Error:|Fatal error|error:)|错误|失败|异常|报错|崩溃"
                     r"|^[EF]\d{4} \d\d:\d\d:\d\d|\bfailed \(exitcode: -?\d+\)|\bFAILED\b"
-                    r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+")
+                    r"|\*\*\* SIG[A-Z]+ received|Segmentation fault|core dumped|\bKilling subprocess \d+"
+                    # torchrun's failure summary; a job, step or command that ended with a non-zero code
+                    r"|\bexitcode\s*:\s*-?[1-9]\d* \(pid: \d+\)"
+                    r"|\b(?:failed|exited|terminated) with (?:exit )?(?:code|status):? -?[1-9]"
+                    r"|\b[A-Z][A-Z0-9]+_ERR_[A-Z0-9_]+\b|^\s*Failed to [a-z]"
+                    # Ray's C++ log at severity E or F (`[2025-05-12 21:22:19,118 E 47346 47378] x.cc:116:`)
+                    r"|(?:^|,\d{3} )[EF] \d+ \d+\] \S+\.cc:\d+:")
 # A traceback's first line, or one of its frames (`File "...", line 12, in f`; faulthandler's
 # `line 12 in f`, without the comma, is a stack dump, not an error).
 FRAME = re.compile(r"\bFile \"([^\"]+)\", line \d+, in (\S+)")  # its file and function
