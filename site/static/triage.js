@@ -347,7 +347,10 @@
     }
     var query = this.errorQuery(lines), errorLine = query.line;
     if (errorLine && this.similarity && !matches.some(function (m) { return !m.generic; })) {
-      matches = matches.concat(this.similarity.similar(errorLine, query.text, this.data.conclusions));
+      var said = {}; // a resemblance to a conclusion already named says nothing new
+      matches.forEach(function (m) { said[m.key] = true; });
+      matches = matches.concat(this.similarity.similar(errorLine, query.text, this.data.conclusions)
+        .filter(function (m) { return !said[m.key]; }));
     }
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
     var verdict = top !== null && top !== "similar" ? top : errorLine ? "unknown" : "no-error";

@@ -157,7 +157,9 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     index: SimilarityIndex | None = None
     if not specific and line is not None:
         index = SimilarityIndex(library.runbooks(), articles_of(kb))
-        matches = [*matches, *index.similar(line, text=scanner.errors.query_text())]
+        said = {(m.runbook, m.conclusion) for m in matches}  # a resemblance says nothing new there
+        matches = [*matches, *(m for m in index.similar(line, text=scanner.errors.query_text())
+                               if (m.runbook, m.conclusion) not in said)]
     verdict = _verdict(matches, line)
     if verdict == "no-error":
         index = index or SimilarityIndex(library.runbooks(), articles_of(kb))
