@@ -32,7 +32,9 @@ _RANKS = (
     r"\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)",  # Ray: (TaskRunner pid=1), (pid=1, ip=10.0.0.1)
     r"\[\d+,\d+\]<std(?:out|err|in)>:",  # Open MPI --tag-output: [1,3]<stderr>:
     r"[\w.-]+:\d+:\d+ \[\d+\]",  # NCCL: gpu001:4242:4300 [3]
-    r"\d{1,5}:(?= )",  # srun --label: `3: `
+    # srun --label: `3: `; not the rank Horovod's stall inspector lists its stalled tensors under
+    # (`6: [horovod_allreduce.0, horovod_allreduce.1 ...]`): that number is what the line says
+    r"\d{1,5}:(?= (?!\[[\w./-]*[A-Za-z_][\w./-]*(?:, |\]\s*$| \.\.\.)))",
     r"[a-z][\w.-]*[-_]\d+ +\|(?= )",  # docker compose: `sglang-1  | `
     r"\[pod/[\w.-]+/[\w.-]+\]",  # kubectl logs --prefix: [pod/trainer-worker-0/pytorch]
     r">(?!>)",  # a Markdown quote `> ` (not Python's `>>> ` prompt)
