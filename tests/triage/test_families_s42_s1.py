@@ -164,10 +164,10 @@ NEAR_MISSES = [
     ("xid45-caused-by",
      "kernel: NVRM: Xid (PCI:0000:3b:00): 45, pid=2211, name=python, Ch 00000008",
      "gpu-hardware:nvlink-error", "gpu-hardware:xid-other"),
-    # an application Xid as the cause is not read as hardware
+    # an application Xid as the cause is not read as hardware: the program's own fault (gpu-hardware 1.4.6)
     ("xid45-caused-by",
      "kernel: NVRM: Xid (PCI:0000:3b:00): 45, pid=2211, name=python, Ch 00000008 caused by previous Xid 13",
-     "gpu-hardware:nvlink-error", "gpu-hardware:xid-other"),
+     "gpu-hardware:nvlink-error", "gpu-hardware:xid-application"),
     # the placement group the caller passed in has too few GPU bundles: its own configuration (the ValueError,
     # with or without vLLM's `Required number of devices` tail)
     ("vllm-ray-gpus-short",
