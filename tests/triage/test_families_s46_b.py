@@ -49,8 +49,8 @@ CASES = [
      "in get_response\n"
      "    status, result = mq.dequeue(timeout=dequeue_timeout)\n"
      "                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
-     '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/shm_broadcast.py", '
-     "line 507, in dequeue\n"
+     '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/'
+     'shm_broadcast.py", line 507, in dequeue\n'
      "    with self.acquire_read(timeout, cancel) as buf:\n"
      "TimeoutError\n"
      "\n"
