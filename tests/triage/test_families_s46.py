@@ -79,3 +79,16 @@ def test_a_rank_the_stall_inspector_lists_is_the_rank_that_stopped_first(listed:
 ])
 def test_srun_labels_are_stripped_but_not_a_stalled_ranks_number(line: str, expected: str) -> None:
     assert normalize(line) == expected
+
+
+def test_a_lost_keep_alive_heartbeat_is_a_node_that_failed_mid_job() -> None:
+    line = ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'gpu07_3311_0' has "
+            "failed to send a keep-alive heartbeat to the rendezvous 'job-42' due to an error of type "
+            "RendezvousConnectionError.")
+    assert_first("\n".join([line] * 3), "keep-alive", "ddp-errors:rank-failed-first", "knock-on")
+
+
+def test_the_agent_giving_up_on_an_unanswered_store_stays_master_unreachable() -> None:
+    assert_first("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the "
+                 "C10d store has failed. See inner exception for details.", "agent",
+                 "ddp-errors:master-unreachable")
