@@ -355,9 +355,11 @@
     var top = this.ranking.topRole(matches.map(function (m) { return m.role; })); // result._verdict
     var verdict = top !== null && top !== "similar" ? top : errorLine ? "unknown" : "no-error";
     var shape = verdict === "unknown" || verdict === "no-error" ? this.shapeOf(lines, verdict) : null;
+    if (verdict === "no-error") matches = this.healthyMatches(readings); // the numbers read as well
     matches = this.withCases(matches, verdict, lines);
     return { lines: raw.length, matches: matches, verdict: verdict, errorLine: errorLine, shape: shape,
-             differences: differences, readings: readings, closest: this.closest(lines, verdict) };
+             differences: differences, readings: readings,
+             closest: matches.length ? [] : this.closest(lines, verdict) };
   };
 
   // advice.advise's `closest`: with no error line, the conclusions the excerpt's last lines resemble
@@ -1142,6 +1144,19 @@
     return out;
   };
 
+  // verdict.healthy: a reading that says the numbers look well, as the answer where nothing else was found
+  Engine.prototype.healthyMatches = function (readings) {
+    var healthy = this.data.series.healthy, conclusions = this.data.conclusions;
+    var reading = readings.filter(function (r) {
+      return healthy.indexOf(r.reading) >= 0 && r.conclusion && conclusions[r.conclusion];
+    })[0];
+    if (!reading) return [];
+    var parts = reading.conclusion.split(":");
+    return [{ key: reading.conclusion, runbook: parts[0], conclusion: parts[1], info: conclusions[reading.conclusion],
+              role: "healthy", generic: false, score: 0, first: null, hits: [], time: null, lines: [],
+              reading: reading, confidence: this.ranking.confidence("reading", { guess: false }, "healthy") }];
+  };
+
   // verdict.rank: one match per (runbook, conclusion), in the ranking's order
   Engine.prototype.rank = function (hits, lines) {
     var groups = {}, keys = [];
@@ -1737,7 +1752,12 @@
     var result = this.engine.triage(text);
     if (result.verdict === "cause" || result.verdict === "knock-on") this.showMatches(result);
     else if (result.verdict === "unknown") this.showUnknown(result.errorLine, result.matches);
-    else this.say("no-error", this.ui.triage_no_error);
+    else {
+      this.say("no-error", this.ui.triage_no_error);
+      result.matches.forEach(function (match, index) { // a `healthy` answer: the numbers read as well
+        this.list.appendChild(this.item(match, index + 1));
+      }, this);
+    }
     if (result.differences.length) this.showDifferences(result.differences);
     if (result.readings.length) this.showReadings(result.readings);
     if (result.shape) this.showAdvice(result.shape, result.closest);

@@ -112,10 +112,23 @@ def test_an_error_no_signature_knows_gets_similar_conclusions_not_silence(librar
 
 
 def test_no_error_at_all_says_so(library, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A steady loss and no error: the verdict names no failure, and the one answer is that the numbers
+    look well (role `healthy`), not a resemblance of the last lines' words."""
     log = tmp_path / "fine.log"
     log.write_text("".join(f"step {i} | loss {2 - i / 100:.2f} | lr 3e-4\n" for i in range(50)))
     result = _triage(library, log)
-    assert result.verdict == "no-error" and result.matches == []
+    assert result.verdict == "no-error"
+    answers = [(m.runbook, m.conclusion, m.role) for m in result.matches]
+    assert answers == [("training-hang", "healthy", "healthy")]
+    assert "2 → 1.51 over 50 values" in result.matches[0].why("en")
+    assert result.advice is not None and not result.advice.closest  # the numbers were read: no guess
+
+
+def test_no_error_and_no_numbers_gets_no_answer_of_health(library, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "quiet.log"
+    log.write_text("INFO loading shards\nINFO building the model\nINFO starting the trainer\n")
+    result = _triage(library, log)
+    assert result.verdict in ("no-error", "knock-on") and all(m.role != "healthy" for m in result.matches)
 
 
 def test_a_catastrophic_pattern_runs_in_linear_time(tmp_path: Path, runbook_cli) -> None:  # type: ignore[no-untyped-def]

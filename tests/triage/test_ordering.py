@@ -80,4 +80,5 @@ def test_times_order_a_run_when_every_match_has_one() -> None:
 
 
 def test_a_role_not_in_the_table_comes_last() -> None:
-    assert [role_rank(role) for role in ("cause", "knock-on", "similar", "hunch")] == [0, 1, 2, 3]
+    roles = ("cause", "knock-on", "similar", "healthy", "hunch")
+    assert [role_rank(role) for role in roles] == [0, 1, 2, 3, 4]

@@ -14,7 +14,7 @@ from runbook.triage.formula import problems
 from runbook.triage.ordering import FIELDS
 from runbook.triage.ranking import RANKING
 from runbook.triage.score import kept_lines, specificity, strength
-from runbook.triage.verdict import CAUSE, KNOCK_ON, SIMILAR, confidence
+from runbook.triage.verdict import CAUSE, HEALTHY_ROLE, KNOCK_ON, SIMILAR, confidence
 
 SCHEMA = Path(__file__).resolve().parents[2] / "engine" / "runbook" / "schema" / "runbook.v1.json"
 # What the code gives each formula (score.py, verdict.py, fallback.py; triage.js alike).
@@ -37,7 +37,7 @@ def test_every_formula_names_only_what_its_caller_gives(kind: str, name: str) ->
 
 def test_every_key_and_role_is_known() -> None:
     roles = [entry["id"] for entry in RANKING["roles"]]
-    assert roles == [CAUSE, KNOCK_ON, SIMILAR]
+    assert roles == [CAUSE, KNOCK_ON, SIMILAR, HEALTHY_ROLE]
     assert all(0 < entry["confidence"] <= 1 for entry in RANKING["roles"])
     assert {key["key"] for key in RANKING["order"]} <= set(FIELDS)
     assert set(RANKING["by_time"]["within"]) <= set(FIELDS)

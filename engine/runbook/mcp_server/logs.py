@@ -15,8 +15,8 @@ from runbook.triage.result import TriageResult, triage_sources, triage_text
 from runbook.triage.sources import SourceError, expand_inputs
 
 MAX_TOP = 50
-ROLES = {"en": {"cause": "cause", "knock-on": "knock-on", "similar": "similar"},
-         "zh": {"cause": "根因", "knock-on": "后果", "similar": "相似"}}
+ROLES = {"en": {"cause": "cause", "knock-on": "knock-on", "similar": "similar", "healthy": "healthy"},
+         "zh": {"cause": "根因", "knock-on": "后果", "similar": "相似", "healthy": "正常"}}
 
 
 def triage_log(text: str | None, path: str | None, top: int, lang: str) -> Answer:

@@ -9,7 +9,9 @@ object, so a change to the ranking is made here and nowhere else. Everything her
   used three times: a match takes the first role any of its signatures has (one `cause`
   signature makes it a cause), the verdict is the first role any match has, and the `role` sort
   key puts matches in this order. `confidence`: the share of its evidence's confidence a match in
-  that role keeps (a knock-on says less about what to fix than a cause).
+  that role keeps (a knock-on says less about what to fix than a cause). `healthy` is the answer
+  where nothing else was found and the numbers read as well (verdict.healthy); it names no failure,
+  so the verdict stays no-error.
 - `evidence`: one entry per kind of evidence a match rests on, with the formulas (formula.py:
   JSON expressions, operator first) that weigh it. A new kind (a stack dump of hung ranks, a
   metric series) is a new entry, and its matches take their place in `order` through the same
@@ -62,6 +64,8 @@ RANKING: dict[str, Any] = {
         {"id": "cause", "confidence": 1.0},
         {"id": "knock-on", "confidence": 0.6},
         {"id": "similar", "confidence": 1.0},  # its evidence's confidence (0.1..0.3) says it all
+        # numbers read as well (a steady loss) with nothing else found: an answer, not a failure (no-error)
+        {"id": "healthy", "confidence": 1.0},
     ],
     "evidence": {
         "signature": {

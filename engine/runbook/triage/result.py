@@ -38,7 +38,7 @@ from runbook.triage.readings.series import describe_reading
 from runbook.triage.readings.spread import as_readings, describe
 from runbook.triage.scan import Triage
 from runbook.triage.sources import Source
-from runbook.triage.verdict import KNOCK_ON, SIMILAR, Match, from_readings, order
+from runbook.triage.verdict import KNOCK_ON, SIMILAR, Match, from_readings, healthy, order
 
 SCHEMA = "runbook-triage/v1"
 NEXT_RUNBOOKS = ("training-hang", "ddp-errors")  # where to look for a cause the logs don't show
@@ -163,7 +163,9 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
     verdict = _verdict(matches, line)
     if verdict == "no-error":
         index = index or SimilarityIndex(library.runbooks(), articles_of(kb))
-    advice = advise(scanner.tail, verdict, index.resembling if index else None)
+        matches = healthy(library, readings)  # the numbers read as well: that is the answer
+    # what the last lines' words resemble, only where nothing was read of them
+    advice = advise(scanner.tail, verdict, index.resembling if index and not matches else None)
     count = case_terms(scanner.tail)  # the last lines as normalised, as the page reads them too
     if verdict != "no-error":
         matches = _with_cases(library, matches, verdict, shipped() if cases is None else cases, count)

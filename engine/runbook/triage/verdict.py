@@ -34,7 +34,7 @@ from runbook.triage.resolver import PatternKey, TaxonomyResolver
 from runbook.triage.score import strength
 
 MAX_TAXONOMY = 3
-CAUSE, KNOCK_ON, SIMILAR = "cause", "knock-on", "similar"
+CAUSE, KNOCK_ON, SIMILAR, HEALTHY_ROLE = "cause", "knock-on", "similar", "healthy"
 
 
 @dataclass
@@ -283,6 +283,24 @@ def from_readings(library: Library, readings: list[dict[str, Any]]) -> list[Matc
                            confidence("reading", {"guess": bool(reading.get("guess"))}, role), 0.0,
                            catch_all=conclusion.generic, reading=reading)
     return list(out.values())
+
+
+def healthy(library: Library, readings: list[dict[str, Any]]) -> list[Match]:
+    """The readings that say the numbers look well (a steady loss), as matches of their conclusion
+    (training-hang:healthy) in the `healthy` role: the answer for a paste where nothing else was
+    found. The verdict stays no-error: it names no failure."""
+    out = []
+    for reading in readings:
+        book_id, _, conclusion_id = str(reading.get("conclusion") or "").partition(":")
+        runbook = library.get(book_id) if reading["reading"] in HEALTHY else None
+        if runbook is None or conclusion_id not in runbook.conclusions:
+            continue
+        conclusion = runbook.conclusions[conclusion_id]
+        out.append(Match(book_id, conclusion_id, conclusion_id, conclusion.title,
+                         conclusion.taxonomy[:MAX_TAXONOMY], HEALTHY_ROLE,
+                         confidence("reading", {"guess": False}, HEALTHY_ROLE), 0.0, reading=reading))
+        break  # one is the answer
+    return out
 
 
 def confidence(evidence: str, names: Mapping[str, Any], role: str) -> float:
