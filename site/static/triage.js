@@ -771,6 +771,9 @@
             || (drops >= rules.scale_run_drops && points[0].value <= rules.scale_run_start)) {
           out.push(reading("loss-scale-collapses", last.where, { who: who, drops: drops,
             start: points[0].value, end: last.value }));
+        } else if (drops >= rules.scale_settle_drops && last.value >= rules.scale_settled) {
+          out.push(reading("loss-scale-settles", last.where, { who: who, drops: drops,
+            start: points[0].value, end: last.value }));
         }
       } else if (s.metric === "host_rss") { // series._rss
         if (points.length < rules.min_points) return;

@@ -184,3 +184,22 @@ def test_real_logs_read_by_their_numbers() -> None:
     wenet = corpus / "pytorch/wenet-989-rank0-rss-grows-to-212g.log"
     rss = triage_sources(LIBRARY, None, [Source(str(wenet))])
     assert rss.matches[0].conclusion == "host-memory-growth" and rss.verdict == "cause"
+
+
+def test_a_loss_scale_that_halves_from_its_start_and_stays_high_is_calibrating() -> None:
+    """DeepSpeed's first steps: the dynamic loss scale halves on each overflow until the gradients fit
+    fp16; still at 2^26 (or 8192 from 2^16) it is settling, a healthy answer (nan-loss:loss-finite)."""
+    from runbook.library.runbooks import load_library
+    from runbook.triage.result import triage_text
+
+    line = ("[2024-09-11 17:52:{s:02d},320] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+            "Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}")
+    text = "\n".join(line.format(s=i, a=2 ** (32 - i), b=2 ** (31 - i)) for i in range(6)) + "\n"
+    result = triage_text(load_library(), None, text, "paste")
+    assert [r["reading"] for r in result.readings] == ["loss-scale-settles"]
+    assert result.verdict == "no-error"
+    answers = [(m.runbook, m.conclusion, m.role) for m in result.matches]
+    assert answers == [("nan-loss", "loss-finite", "healthy")]
+    collapsed = "\n".join(line.format(s=i, a=2 ** (12 - i), b=2 ** (11 - i)) for i in range(8)) + "\n"
+    assert [r["reading"] for r in triage_text(load_library(), None, collapsed, "paste").readings] == [
+        "loss-scale-collapses"]  # on to 2^4: overflow after overflow, not calibration

@@ -106,6 +106,10 @@ RULES: dict[str, float] = {
     # starts at 2^32 calibrates through many drops and is left to the rule above.
     "scale_run_drops": 6,
     "scale_run_start": 65536,
+    # ... otherwise a scale that fell at least this many times and is still at least this high is the
+    # first steps' calibration (DeepSpeed's `OVERFLOW! ... reducing to`): it settles, nothing overflows
+    "scale_settle_drops": 2,
+    "scale_settled": 1024,
     # host memory grows: the last quarter's mean at least this many times the first quarter's,
     # and at least this many GiB more
     "rss_ratio": 1.5,
@@ -128,12 +132,13 @@ CONCLUSIONS = {
     "lr-zero-then-constant": "nan-loss:lr-not-scheduled", "kv-cache-stuck": "cuda-oom:kv-cache-too-small",
     "step-spikes": "slow-training:input-bound", "slow-rank": "slow-training:straggler-node",
     "loss-scale-collapses": "nan-loss:fp16-overflow", "host-memory-grows": "memory-growth:host-memory-growth",
-    "loss-steady": "training-hang:healthy",
+    "loss-steady": "training-hang:healthy", "loss-scale-settles": "nan-loss:loss-finite",
 }
-HEALTHY = ("loss-steady",)  # readings that say the numbers look well, said only when nothing else is
+# readings that say the numbers look well, said only when nothing else is
+HEALTHY = ("loss-steady", "loss-scale-settles")
 ORDER = ["loss-nonfinite", "loss-nonfinite-from-start", "loss-jumps", "loss-climbs", "loss-scale-collapses",
          "lr-zero", "lr-zero-then-constant", "lr-constant", "kv-cache-stuck", "host-memory-grows",
-         "step-spikes", "slow-rank", "loss-steady"]
+         "step-spikes", "slow-rank", "loss-steady", "loss-scale-settles"]
 TEXTS: dict[str, dict[str, str]] = {
     "loss-nonfinite": {
         "en": "the loss{who} turns {value} at {at} after {finite} finite values (last finite: {last})",
@@ -183,6 +188,11 @@ TEXTS: dict[str, dict[str, str]] = {
     "loss-steady": {
         "en": "the loss{who} is finite and not climbing: {start} → {end} over {count} values",
         "zh": "损失{who}是有限值且没有上升：{count} 个值中 {start} → {end}"},
+    "loss-scale-settles": {
+        "en": "the fp16 loss scale{who} fell {drops} times, from {start} to {end}, and is still high: the "
+              "first steps' calibration of the dynamic loss scale, not gradients that keep overflowing",
+        "zh": "fp16 损失缩放{who}下降了 {drops} 次，从 {start} 到 {end}，仍然很高："
+              "这是动态损失缩放在最初几步的校准，而不是梯度持续溢出"},
 }
 METRIC_NAMES = {"step_time": {"en": "median step time (s)", "zh": "中位单步耗时（秒）"},
                 "throughput": {"en": "median throughput", "zh": "中位吞吐"}}
@@ -400,11 +410,14 @@ def _scale(points: list[Point], who: str) -> list[dict[str, Any]]:
     end = points[-1].value
     collapsed = drops >= RULES["scale_drops"] and end <= RULES["scale_low"]
     kept_falling = drops >= RULES["scale_run_drops"] and points[0].value <= RULES["scale_run_start"]
-    if not (collapsed or kept_falling):
-        return []
     # exact: a scale is a power of two, 65536 and not 65540
-    return [_reading("loss-scale-collapses", points[-1].where, who=who, drops=drops,
-                     start=points[0].value, end=end)]
+    if collapsed or kept_falling:
+        return [_reading("loss-scale-collapses", points[-1].where, who=who, drops=drops,
+                         start=points[0].value, end=end)]
+    if drops >= RULES["scale_settle_drops"] and end >= RULES["scale_settled"]:
+        return [_reading("loss-scale-settles", points[-1].where, who=who, drops=drops,
+                         start=points[0].value, end=end)]
+    return []
 
 
 def _rss(points: list[Point], who: str) -> list[dict[str, Any]]:
