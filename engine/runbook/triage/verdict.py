@@ -286,21 +286,18 @@ def from_readings(library: Library, readings: list[dict[str, Any]]) -> list[Matc
 
 
 def healthy(library: Library, readings: list[dict[str, Any]]) -> list[Match]:
-    """The readings that say the numbers look well (a steady loss), as matches of their conclusion
-    (training-hang:healthy) in the `healthy` role: the answer for a paste where nothing else was
-    found. The verdict stays no-error: it names no failure."""
-    out = []
+    """The first reading that says the numbers look well (a steady loss, a loss scale still
+    calibrating) as a match of its conclusion in the `healthy` role: the answer for a paste where
+    nothing else was found. The verdict stays no-error: it names no failure."""
     for reading in readings:
         book_id, _, conclusion_id = str(reading.get("conclusion") or "").partition(":")
         runbook = library.get(book_id) if reading["reading"] in HEALTHY else None
-        if runbook is None or conclusion_id not in runbook.conclusions:
-            continue
-        conclusion = runbook.conclusions[conclusion_id]
-        out.append(Match(book_id, conclusion_id, conclusion_id, conclusion.title,
-                         conclusion.taxonomy[:MAX_TAXONOMY], HEALTHY_ROLE,
-                         confidence("reading", {"guess": False}, HEALTHY_ROLE), 0.0, reading=reading))
-        break  # one is the answer
-    return out
+        if runbook is not None and conclusion_id in runbook.conclusions:
+            conclusion = runbook.conclusions[conclusion_id]
+            return [Match(book_id, conclusion_id, conclusion_id, conclusion.title,
+                          conclusion.taxonomy[:MAX_TAXONOMY], HEALTHY_ROLE,
+                          confidence("reading", {"guess": False}, HEALTHY_ROLE), 0.0, reading=reading)]
+    return []
 
 
 def confidence(evidence: str, names: Mapping[str, Any], role: str) -> float:
