@@ -1131,33 +1131,35 @@
     return zh ? "各主机/rank 之间不一致——" + parts.join("；") : "differs across hosts/ranks: " + parts.join(" | ");
   };
 
-  // verdict.from_readings: a match per conclusion the readings name (a healthy reading makes none)
+  // verdict.from_readings: a match per conclusion the readings name (a healthy reading makes none here)
   Engine.prototype.fromReadings = function (readings) {
-    var rules = this.data.ranking.evidence.reading, healthy = this.data.series.healthy, out = [], seen = {};
+    var knockOns = this.data.ranking.evidence.reading.knock_on, healthy = this.data.series.healthy;
+    var out = [], seen = {};
     readings.forEach(function (reading) {
       var key = reading.conclusion;
       if (!key || seen[key] || healthy.indexOf(reading.reading) >= 0 || !this.data.conclusions[key]) return;
       seen[key] = true;
-      var role = rules.knock_on.indexOf(key) >= 0 ? "knock-on" : "cause";
-      var parts = key.split(":");
-      out.push({ key: key, runbook: parts[0], conclusion: parts[1], info: this.data.conclusions[key], role: role,
-                 generic: false, score: 0, first: null, hits: [], time: null, lines: [], reading: reading,
-                 confidence: this.ranking.confidence("reading", { guess: !!reading.guess }, role) });
+      out.push(this.readingMatch(reading, knockOns.indexOf(key) >= 0 ? "knock-on" : "cause"));
     }, this);
     return out;
   };
 
-  // verdict.healthy: a reading that says the numbers look well, as the answer where nothing else was found
+  // verdict.healthy: the first reading that says the numbers look well, as the answer where nothing
+  // else was found
   Engine.prototype.healthyMatches = function (readings) {
     var healthy = this.data.series.healthy, conclusions = this.data.conclusions;
     var reading = readings.filter(function (r) {
       return healthy.indexOf(r.reading) >= 0 && r.conclusion && conclusions[r.conclusion];
     })[0];
-    if (!reading) return [];
-    var parts = reading.conclusion.split(":");
-    return [{ key: reading.conclusion, runbook: parts[0], conclusion: parts[1], info: conclusions[reading.conclusion],
-              role: "healthy", generic: false, score: 0, first: null, hits: [], time: null, lines: [],
-              reading: reading, confidence: this.ranking.confidence("reading", { guess: false }, "healthy") }];
+    return reading ? [this.readingMatch(reading, "healthy")] : [];
+  };
+
+  // verdict._reading_match: the match of the conclusion a reading names, in `role`
+  Engine.prototype.readingMatch = function (reading, role) {
+    var key = reading.conclusion, parts = key.split(":");
+    return { key: key, runbook: parts[0], conclusion: parts[1], info: this.data.conclusions[key], role: role,
+             generic: false, score: 0, first: null, hits: [], time: null, lines: [], reading: reading,
+             confidence: this.ranking.confidence("reading", { guess: !!reading.guess }, role) };
   };
 
   // verdict.rank: one match per (runbook, conclusion), in the ranking's order
@@ -1757,9 +1759,7 @@
     else if (result.verdict === "unknown") this.showUnknown(result.errorLine, result.matches);
     else {
       this.say("no-error", this.ui.triage_no_error);
-      result.matches.forEach(function (match, index) { // a `healthy` answer: the numbers read as well
-        this.list.appendChild(this.item(match, index + 1));
-      }, this);
+      this.listMatches(result.matches); // a `healthy` answer: the numbers read as well
     }
     if (result.differences.length) this.showDifferences(result.differences);
     if (result.readings.length) this.showReadings(result.readings);
@@ -1872,9 +1872,11 @@
       this.status.appendChild(element("p", "triage-knock-on-only", this.ui.triage_knock_on_only));
       this.status.appendChild(element("p", "hint", this.ui.triage_knock_on_next));
     }
-    result.matches.forEach(function (match, index) {
-      this.list.appendChild(this.item(match, index + 1));
-    }, this);
+    this.listMatches(result.matches);
+  };
+
+  Page.prototype.listMatches = function (matches) {
+    matches.forEach(function (match, index) { this.list.appendChild(this.item(match, index + 1)); }, this);
   };
 
   Page.prototype.item = function (match, rank) {
@@ -1955,7 +1957,7 @@
     search.href = this.form.getAttribute("data-search-url") + "?q=" + encodeURIComponent(line.text.slice(0, 200));
     this.status.appendChild(element("p")).appendChild(search);
     if (matches.length) this.status.appendChild(element("p", "triage-cases-title", this.ui.triage_cases_unknown));
-    matches.forEach(function (match, index) { this.list.appendChild(this.item(match, index + 1)); }, this);
+    this.listMatches(matches);
   };
 
   function setUp() {

@@ -13,10 +13,9 @@ from runbook.run.redact import Redactor
 from runbook.triage.logstream import LogSourceError
 from runbook.triage.result import TriageResult, triage_sources, triage_text
 from runbook.triage.sources import SourceError, expand_inputs
+from runbook.triage.verdict import ROLE_WORDS
 
 MAX_TOP = 50
-ROLES = {"en": {"cause": "cause", "knock-on": "knock-on", "similar": "similar", "healthy": "healthy"},
-         "zh": {"cause": "根因", "knock-on": "后果", "similar": "相似", "healthy": "正常"}}
 
 
 def triage_log(text: str | None, path: str | None, top: int, lang: str) -> Answer:
@@ -54,7 +53,7 @@ def _text(doc: dict[str, Any], lang: str) -> str:
         name = f"{match['runbook']}:{match['conclusion']['id']}" if match["runbook"] \
             else f"kb:{match['conclusion']['id']}"
         confidence = f"{'置信度' if lang == 'zh' else 'confidence'} {match['confidence']:.2f}"
-        lines.append(f"{rank}. [{ROLES[lang][match['role']]}] {match['conclusion']['title']} ({name}, "
+        lines.append(f"{rank}. [{ROLE_WORDS[lang][match['role']]}] {match['conclusion']['title']} ({name}, "
                      f"{confidence}): {match['why']}")
         if match["runbook"]:
             lines.append(f"   → run_runbook {match['runbook']}")

@@ -64,7 +64,7 @@ RANKING: dict[str, Any] = {
         {"id": "cause", "confidence": 1.0},
         {"id": "knock-on", "confidence": 0.6},
         {"id": "similar", "confidence": 1.0},  # its evidence's confidence (0.1..0.3) says it all
-        # numbers read as well (a steady loss) with nothing else found: an answer, not a failure (no-error)
+        # numbers read as well (a steady loss, a loss scale calibrating), nothing else found: no failure
         {"id": "healthy", "confidence": 1.0},
     ],
     "evidence": {

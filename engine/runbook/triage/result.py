@@ -162,10 +162,10 @@ def rank_all(library: Library, kb: KnowledgeBase | None, scanner: Triage, source
                                if (m.runbook, m.conclusion) not in said)]
     verdict = _verdict(matches, line)
     if verdict == "no-error":
-        index = index or SimilarityIndex(library.runbooks(), articles_of(kb))
         matches = healthy(library, readings)  # the numbers read as well: that is the answer
-    # what the last lines' words resemble, only where nothing was read of them
-    advice = advise(scanner.tail, verdict, index.resembling if index and not matches else None)
+        if not matches:  # else what the last lines' words resemble says nothing more
+            index = index or SimilarityIndex(library.runbooks(), articles_of(kb))
+    advice = advise(scanner.tail, verdict, index.resembling if index else None)
     count = case_terms(scanner.tail)  # the last lines as normalised, as the page reads them too
     if verdict != "no-error":
         matches = _with_cases(library, matches, verdict, shipped() if cases is None else cases, count)

@@ -35,6 +35,9 @@ from runbook.triage.score import strength
 
 MAX_TAXONOMY = 3
 CAUSE, KNOCK_ON, SIMILAR, HEALTHY_ROLE = "cause", "knock-on", "similar", "healthy"
+# a role as the text report and the MCP tool name it
+ROLE_WORDS = {"en": {CAUSE: "cause", KNOCK_ON: "knock-on", SIMILAR: "similar", HEALTHY_ROLE: "healthy"},
+              "zh": {CAUSE: "根因", KNOCK_ON: "后果", SIMILAR: "相似", HEALTHY_ROLE: "正常"}}
 
 
 @dataclass
@@ -265,23 +268,16 @@ def _match(library: Library, key: tuple[str, str], conclusion: Conclusion,
 
 def from_readings(library: Library, readings: list[dict[str, Any]]) -> list[Match]:
     """A match per conclusion the readings name (stacks.py, series.py), the first reading of each;
-    a healthy reading names no failure and makes none."""
-    rules = RANKING["evidence"]["reading"]
+    a healthy reading names no failure and makes none here (`healthy` answers with it)."""
+    knock_ons = RANKING["evidence"]["reading"]["knock_on"]
     out: dict[str, Match] = {}
     for reading in readings:
         named = reading.get("conclusion")
         if not named or named in out or reading["reading"] in HEALTHY:
             continue
-        book_id, _, conclusion_id = named.partition(":")
-        runbook = library.get(book_id)
-        if runbook is None or conclusion_id not in runbook.conclusions:
-            continue
-        conclusion = runbook.conclusions[conclusion_id]
-        role = KNOCK_ON if named in rules["knock_on"] else CAUSE
-        out[named] = Match(book_id, conclusion_id, conclusion_id, conclusion.title,
-                           conclusion.taxonomy[:MAX_TAXONOMY], role,
-                           confidence("reading", {"guess": bool(reading.get("guess"))}, role), 0.0,
-                           catch_all=conclusion.generic, reading=reading)
+        match = _reading_match(library, reading, KNOCK_ON if named in knock_ons else CAUSE)
+        if match is not None:
+            out[named] = match
     return list(out.values())
 
 
@@ -290,14 +286,22 @@ def healthy(library: Library, readings: list[dict[str, Any]]) -> list[Match]:
     calibrating) as a match of its conclusion in the `healthy` role: the answer for a paste where
     nothing else was found. The verdict stays no-error: it names no failure."""
     for reading in readings:
-        book_id, _, conclusion_id = str(reading.get("conclusion") or "").partition(":")
-        runbook = library.get(book_id) if reading["reading"] in HEALTHY else None
-        if runbook is not None and conclusion_id in runbook.conclusions:
-            conclusion = runbook.conclusions[conclusion_id]
-            return [Match(book_id, conclusion_id, conclusion_id, conclusion.title,
-                          conclusion.taxonomy[:MAX_TAXONOMY], HEALTHY_ROLE,
-                          confidence("reading", {"guess": False}, HEALTHY_ROLE), 0.0, reading=reading)]
+        match = _reading_match(library, reading, HEALTHY_ROLE) if reading["reading"] in HEALTHY else None
+        if match is not None:
+            return [match]
     return []
+
+
+def _reading_match(library: Library, reading: dict[str, Any], role: str) -> Match | None:
+    """The match of the conclusion a reading names, in `role`; None when the library lacks it."""
+    book_id, _, conclusion_id = str(reading.get("conclusion") or "").partition(":")
+    runbook = library.get(book_id)
+    if runbook is None or conclusion_id not in runbook.conclusions:
+        return None
+    conclusion = runbook.conclusions[conclusion_id]
+    return Match(book_id, conclusion_id, conclusion_id, conclusion.title, conclusion.taxonomy[:MAX_TAXONOMY],
+                 role, confidence("reading", {"guess": bool(reading.get("guess"))}, role), 0.0,
+                 catch_all=conclusion.generic, reading=reading)
 
 
 def confidence(evidence: str, names: Mapping[str, Any], role: str) -> float:

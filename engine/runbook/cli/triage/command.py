@@ -117,9 +117,10 @@ def print_advice(advice: Advice, lang: str) -> None:
 
 
 def _print_match(rank: int, match: Match, lang: str, runbook: Runbook | None, many_files: bool) -> None:
+    from runbook.triage.verdict import ROLE_WORDS  # loaded with the triage already
+
     zh = lang == "zh"
-    role = {"cause": "根因" if zh else "cause", "knock-on": "后果" if zh else "knock-on",
-            "similar": "相似" if zh else "similar", "healthy": "正常" if zh else "healthy"}[match.role]
+    role = ROLE_WORDS["zh" if zh else "en"][match.role]
     name = f"{match.runbook}:{match.conclusion}" if match.runbook else f"kb/{match.conclusion}"
     print(f"{rank:2d}. [{role}] {match.title.get(lang)}  ({name}, "
           f"{'置信度' if zh else 'confidence'} {match.confidence:.2f})")
