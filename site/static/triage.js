@@ -689,7 +689,8 @@
       });
       var kind = wait === "lock" && inWorker ? "lock-in-worker" : wait;
       if (st.idle_only.indexOf(kind) >= 0 && thread.idle === false) kind = "running";
-      var top = thread.frames[0];
+      var address = new RegExp(st.address.source, st.address.flags);  // stacks._frame_text: the innermost named frame
+      var top = thread.frames.filter(function (f) { return !address.test(String(f.name)); })[0] || thread.frames[0];
       var namedBy = wait === "collective" && ops.length > 1 ? null : st.wait_conclusions[kind] || null;
       out.push({ reading: "stack-wait", conclusion: namedBy, first: thread.where,
                  facts: { waits: wait, op: group[0].wait[1] || "", count: group.length, total: mains.length,

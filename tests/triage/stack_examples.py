@@ -122,4 +122,33 @@ Thread 4085301 (idle): "MainThread"
     worker_busy_loop (vllm/v1/executor/multiproc_executor.py:651)
     worker_main (vllm/v1/executor/multiproc_executor.py:610)
 """,
+    # py-spy --native of a thread blocked in a kernel launch: the stream's queue is full because a
+    # kernel on the GPU does not finish (py-spy names unresolved native frames by their address)
+    "pyspy_native_kernel_launch": """\
+Thread 3301 (active): "MainThread"
+    0x7f2a11c6309a (libcuda.so.1)
+    0x7f2a11a25db6 (libcuda.so.1)
+    cuLaunchKernel (libcuda.so.1)
+    0x7f2a3c81376d (libcudart.so.12)
+    cudaLaunchKernel (libcudart.so.12)
+    void my_ext::topk_kernel<float> (my_ext.so)
+    topk (my_ext.so)
+""",
+    # the same launch under a collective's Python frame: the collective says more
+    "pyspy_native_launch_under_all_reduce": """\
+Thread 3302 (active): "MainThread"
+    cuLaunchKernel (libcuda.so.1)
+    ncclLaunchKernel (libnccl.so.2)
+    all_reduce (torch/distributed/distributed_c10d.py:2501)
+    train_step (train.py:91)
+""",
+    # a training loop with no DataLoader workers decoding a video sample itself
+    "pyspy_decord_decode": """\
+Thread 7710 (active): "MainThread"
+    __call__ (decord/_ffi/_ctypes/function.py:173)
+    get_batch (decord/video_reader.py:175)
+    load_clip (dataset.py:58)
+    __getitem__ (dataset.py:31)
+    train (train.py:140)
+""",
 }

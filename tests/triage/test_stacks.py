@@ -62,12 +62,21 @@ def test_faulthandler_main_thread_is_the_one_threading_did_not_start() -> None:
     ("gdb_c10d_wait", "collective", "training-hang:collective-wait"),
     ("pyspy_running", "running", None),
     ("pyspy_vllm_engine_waits_for_workers", "engine-workers", "ray-hang:collect-never-returns"),
+    ("pyspy_native_kernel_launch", "gpu-kernel", "training-hang:stuck-in-gpu-kernel"),
+    ("pyspy_native_launch_under_all_reduce", "collective", "training-hang:collective-wait"),
+    ("pyspy_decord_decode", "dataloader", "training-hang:dataloader-worker-stuck"),
 ])
 def test_each_wait_names_its_conclusion(name: str, waits: str, conclusion: str | None) -> None:
     [reading] = readings(name)
     assert reading["facts"]["waits"] == waits
     assert reading["conclusion"] == conclusion
     assert describe_reading(reading, "en") and describe_reading(reading, "zh")
+
+
+def test_the_frame_shown_is_the_innermost_one_with_a_name() -> None:
+    [reading] = readings("pyspy_native_kernel_launch")
+    assert reading["facts"]["frame"] == "cuLaunchKernel (libcuda.so.1)"
+    assert reading["facts"]["op"] == "launch"
 
 
 def test_a_dump_is_classified_like_the_stack_check() -> None:

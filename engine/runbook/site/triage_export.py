@@ -86,7 +86,7 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
         "stacks": {"patterns": {name: _js(regex) for name, regex in stacks.COMPILED.items()},
                    "needles": list(stacks.NEEDLES), "wait_conclusions": stacks.WAIT_CONCLUSIONS,
                    "mismatch": stacks.MISMATCH, "guess": stacks.GUESS,
-                   "worker_frame": list(stacks.WORKER_FRAME),
+                   "worker_frame": list(stacks.WORKER_FRAME), "address": _js(stacks.ADDRESS),
                    "texts": stacks.TEXTS, "max_threads": stacks.MAX_THREADS, "max_frames": stacks.MAX_FRAMES,
                    "headless_run": stacks.HEADLESS_RUN, "idle_only": list(stacks.IDLE_ONLY),
                    "frames": {"rules": stackframes.RULES, "native": stackframes.NATIVE,

@@ -24,8 +24,8 @@ COLLECTIVE_OPS = (
     "broadcast_object_list", "scatter_object_list", "all_reduce_coalesced", "all_gather_coalesced",
     "_all_gather_base", "_reduce_scatter_base",
 )
-WAITS = ("collective", "rendezvous", "dataloader", "ray", "engine-workers", "cuda-sync", "extension-lock",
-         "lock", "backward", "io", "running", "idle")
+WAITS = ("collective", "rendezvous", "dataloader", "ray", "engine-workers", "cuda-sync", "gpu-kernel",
+         "extension-lock", "lock", "backward", "io", "running", "idle")
 RULES: list[dict[str, Any]] = [
     {"waits": "collective", "op": "{func}", "funcs": COLLECTIVE_OPS,
      "suffix": ("torch/distributed/distributed_c10d.py", "deepspeed/comm/comm.py",
@@ -45,6 +45,15 @@ RULES: list[dict[str, Any]] = [
     # same queue for its next request, so the rule names the executor's calls, not the queue's.
     {"waits": "engine-workers", "op": "{func}", "contains": ("vllm/v1/executor/", "vllm/executor/"),
      "funcs": ("get_response", "_wait_for_response", "collective_rpc", "_run_workers")},
+    # the input pipeline decoding a sample in this thread (a DataLoader without workers, or a
+    # worker's own stack): decord is known to hang on some H.264 files, and a file on a mount
+    # that does not answer blocks any decoder's read
+    {"waits": "dataloader", "op": "decode {func}", "contains": ("decord/",),
+     "funcs": ("get_batch", "next", "seek", "seek_accurate", "skip_frames", "get_frame_timestamp",
+               "__getitem__")},
+    {"waits": "dataloader", "op": "decode {func}", "contains": ("torchvision/io/",),
+     "funcs": ("read_video", "read_video_timestamps", "read_image", "decode_image", "decode_jpeg",
+               "read_file", "__next__")},
     {"waits": "cuda-sync", "op": "{func}", "contains": ("torch/cuda/",), "funcs": ("synchronize",)},
     # the JIT build's lock in the extensions dir
     {"waits": "extension-lock", "op": "FileBaton.wait", "suffix": ("torch/utils/file_baton.py",),
@@ -66,6 +75,11 @@ NATIVE: list[dict[str, str]] = [
     {"waits": "cuda-sync", "pattern": r"^(cudaStreamSynchronize|cudaDeviceSynchronize|cudaEventSynchronize"
                                       r"|cudaMemcpy|cuStreamSynchronize|cuCtxSynchronize|cuEventSynchronize)\b"},
     {"waits": "collective", "pattern": r"^c10d::[^(]*::wait(?:\(|$)", "op": "wait"},
+    # A kernel launch returns at once unless the stream's queue is full: a thread that stays in
+    # one waits for a kernel already on the GPU that does not finish.
+    {"waits": "gpu-kernel", "pattern": r"^(cuLaunchKernel|cuLaunchKernelEx|cuLaunchCooperativeKernel"
+                                       r"|cudaLaunchKernel|cudaLaunchKernelExC|cudaLaunchCooperativeKernel)\b",
+     "op": "launch"},
 ]
 IO_FILES = ("socket.py", "ssl.py", "selectors.py", "io.py", "_pyio.py")
 IO_SUFFIXES = ("multiprocessing/connection.py",)

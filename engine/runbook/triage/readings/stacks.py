@@ -42,6 +42,7 @@ IDLE_ONLY = ("backward",)  # waits that say "waiting" only when the thread is no
 WAIT_CONCLUSIONS = {
     "collective": "training-hang:collective-wait",
     "cuda-sync": "training-hang:collective-wait",  # a rank in torch.cuda.synchronize waits on NCCL's kernel
+    "gpu-kernel": "training-hang:stuck-in-gpu-kernel",  # a launch that blocks: a kernel never ends
     "rendezvous": "training-hang:waiting-in-rendezvous",
     "backward": "training-hang:collective-wait",  # idle in autograd: a DDP/ZeRO collective in a hook
     "dataloader": "training-hang:dataloader-worker-stuck",
@@ -67,6 +68,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "en": "{count} of {total} dumped processes ({who}), thread {thread}: {waits}{op} at {frame}",
         "zh": "导出的 {total} 个进程中有 {count} 个（{who}），线程 {thread}：{waits}{op}，位置 {frame}"},
 }
+ADDRESS = re.compile(r"^(?:0x[0-9A-Fa-f]+|\?\?)$")  # a frame py-spy or gdb could not name
 MAX_THREADS = 512  # per log: a dump of every thread of 64 ranks fits
 MAX_FRAMES = 64  # per thread, innermost first
 COMPILED = {name: re.compile(pattern) for name, pattern in PATTERNS.items()}
@@ -323,7 +325,8 @@ def _in_worker(thread: _Thread) -> bool:
 
 
 def _frame_text(thread: _Thread) -> str:
-    frame = thread.frames[0]
+    """The innermost frame with a name: a native dump's first frames are often bare addresses."""
+    frame = next((f for f in thread.frames if not ADDRESS.match(str(f.get("name")))), thread.frames[0])
     line = f":{frame['line']}" if frame.get("line") else ""
     return f"{frame.get('name')} ({frame.get('filename')}{line})"
 
