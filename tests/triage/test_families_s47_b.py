@@ -5,8 +5,10 @@ store->get('K') got error: ...`), in torch 1.x's and 2.0's spelling (`retreiving
 error of each release: `Socket Timeout`, `Timeout waiting for key: ... after`, and TCPStore.cpp doWait's
 `wait timeout after Nms, keys: ...` (torch 2.3 and later). A timeout is the ranks waiting for rank 0 to
 reach that communicator's first collective; a connection the store's host dropped is a rank that failed
-first. Messages of each wording read to their conclusion, and near misses in similar words that must
-read otherwise."""
+first. A rank's stack in the barrier that ends Lightning's `Trainer.save_checkpoint`
+(`self.strategy.barrier("Trainer.save_checkpoint")`, trainer.py), which every rank must reach: the save ran
+on some ranks only. Messages of each wording read to their conclusion, and near misses in similar words
+that must read otherwise."""
 
 from __future__ import annotations
 
@@ -56,6 +58,28 @@ CASES = [
      "RuntimeError: [4] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d "
      "key-value store by key '2', but store->get('2') got error: Broken pipe",
      "ddp-errors:rank-failed-first", "knock-on"),
+    ("lightning-save-checkpoint-barrier",
+     "Traceback (most recent call last):\n"
+     "  File \"/work/train.py\", line 141, in on_train_end\n"
+     "    trainer.save_checkpoint(os.path.join(out_dir, \"final.ckpt\"))\n"
+     "  File \"/env/lib/python3.11/site-packages/lightning/pytorch/trainer/trainer.py\", line 1369, in "
+     "save_checkpoint\n"
+     "    self.strategy.barrier(\"Trainer.save_checkpoint\")\n"
+     "  File \"/env/site-packages/lightning/pytorch/strategies/ddp.py\", line 302, in barrier\n"
+     "    torch.distributed.barrier(device_ids=self.determine_ddp_device_ids())\n"
+     "KeyboardInterrupt",
+     "ddp-errors:code-path-mismatch", "knock-on"),
+    ("lightning-save-checkpoint-barrier",
+     "[rank1]:   File \"/opt/conda/lib/site-packages/pytorch_lightning/callbacks/model_checkpoint.py\", "
+     "line 390, in _save_checkpoint\n"
+     "[rank1]:     trainer.save_checkpoint(filepath, self.save_weights_only)\n"
+     "[rank1]:   File \"/opt/conda/lib/site-packages/pytorch_lightning/trainer/trainer.py\", line 1365, "
+     "in save_checkpoint\n"
+     "[rank1]:     self.strategy.barrier(\"Trainer.save_checkpoint\")\n"
+     "[rank1]:   File \"/opt/conda/lib/site-packages/torch/distributed/distributed_c10d.py\", line 4159, "
+     "in barrier\n"
+     "[rank1]:     work = group.barrier(opts=opts)",
+     "ddp-errors:code-path-mismatch", "knock-on"),
 ]
 
 
@@ -77,6 +101,21 @@ NEAR_MISSES = [
      "torch.distributed.DistStoreError: wait timeout after 900000ms, keys: "
      "/torch.elastic.rendezvous.job-7/0/assigned_ranks",
      "ddp-errors:ranks-wait-for-peer", None),
+    # a barrier the script calls itself names no checkpoint save that only some ranks ran
+    ("plain-barrier",
+     "  File \"/work/train.py\", line 77, in main\n"
+     "    torch.distributed.barrier()\n"
+     "  File \"/env/lib/python3.11/site-packages/torch/distributed/c10d_logger.py\", line 81, in wrapper\n"
+     "    return func(*args, **kwargs)",
+     "ddp-errors:code-path-mismatch", None),
+    # a rank whose save ran out of GPU memory: its own error comes before the peers' wait in the barrier
+    ("lightning-save-checkpoint-barrier-after-oom",
+     "[rank1]:     self.strategy.barrier(\"Trainer.save_checkpoint\")\n"
+     "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+     "capacity of 79.15 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has "
+     "78.11 GiB memory in use. Of the allocated memory 74.20 GiB is allocated by PyTorch, and 2.31 GiB is "
+     "reserved by PyTorch but unallocated.",
+     "ddp-errors:code-path-mismatch", None),
 ]
 
 
