@@ -18,8 +18,8 @@ from tests.triage.families import assert_first, assert_near_miss
 # (family, text, conclusion)
 CASES = [
     ("sglang-profiled-negative",
-     "[2025-03-11 10:02:14 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=3.10 GB, "
-     "mem usage=74.52 GB.\n"
+     "[2025-03-11 10:02:14 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+     "avail mem=3.10 GB, mem usage=74.52 GB.\n"
      "[2025-03-11 10:02:15 TP0] max_total_tokens=65536 is larger than the profiled value -20480. Use the "
      "profiled value instead.",
      "cuda-oom:kv-cache-too-small"),
@@ -30,8 +30,8 @@ CASES = [
      "profiled value instead.",
      "cuda-oom:kv-cache-too-small"),
     ("sglang-profiled-negative",
-     "[2025-09-02 14:40:01] max_total_tokens=8192 is larger than the profiled value 0. Use the profiled value "
-     "instead.",
+     "[2025-09-02 14:40:01] max_total_tokens=8192 is larger than the profiled value 0. Use the profiled "
+     "value instead.",
      "cuda-oom:kv-cache-too-small"),
     ("ray-oom-wrapped",
      "ray.exceptions.OutOfMemoryError: 3 worker(s) were killed due to the node\n"
@@ -40,7 +40,8 @@ CASES = [
      "cuda-oom:ray-memory-monitor"),
     ("ray-oom-wrapped",
      "(raylet) Task was killed due to the node\n"
-     "(raylet) running low on memory. Memory on the node (IP: 172.16.2.9, ID: 9ab1) where the task was running",
+     "(raylet) running low on memory. Memory on the node (IP: 172.16.2.9, ID: 9ab1) where the task "
+     "was running",
      "cuda-oom:ray-memory-monitor"),
     ("launcher-option-rejected",
      "usage: finetune.py [-h] [--model MODEL] [--epochs EPOCHS]\n"
