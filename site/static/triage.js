@@ -195,6 +195,7 @@
     }, this);
     this.nativeRules = data.stacks.frames.native.map(function (rule) { return { rule: rule, re: new RegExp(rule.pattern) }; });
     this.soFile = new RegExp(data.stacks.frames.so_file);
+    this.frameAddress = regex(data.stacks.address);  // stacks.ADDRESS: a frame with no name
     var tokenizer = new Tokenizer((data.similarity || data.cases).cjk);
     this.cases = data.cases && data.cases.items.length ? new KnownCases(data.cases, tokenizer) : null;
     this.similarity = data.similarity && data.similarity.docs.length
@@ -634,7 +635,7 @@
 
   // stacks.Stacks.readings: the processes' telling threads compared, most telling first
   Engine.prototype.stackReadings = function (lines) {
-    var st = this.data.stacks, self = this, mains = [];
+    var st = this.data.stacks, self = this, mains = [], address = this.frameAddress;
     function namesAWait(t) { // stacks._names_a_wait
       var wait = self.classifyFrames(t.frames)[0];
       return st.wait_conclusions[wait] !== undefined && !(st.idle_only.indexOf(wait) >= 0 && t.idle === false);
@@ -689,8 +690,8 @@
       });
       var kind = wait === "lock" && inWorker ? "lock-in-worker" : wait;
       if (st.idle_only.indexOf(kind) >= 0 && thread.idle === false) kind = "running";
-      var address = new RegExp(st.address.source, st.address.flags);  // stacks._frame_text: the innermost named frame
-      var top = thread.frames.filter(function (f) { return !address.test(String(f.name)); })[0] || thread.frames[0];
+      var top = thread.frames.filter(function (f) { return !address.test(String(f.name)); })[0] ||
+        thread.frames[0];  // stacks._frame_text: the innermost frame with a name
       var namedBy = wait === "collective" && ops.length > 1 ? null : st.wait_conclusions[kind] || null;
       out.push({ reading: "stack-wait", conclusion: namedBy, first: thread.where,
                  facts: { waits: wait, op: group[0].wait[1] || "", count: group.length, total: mains.length,
