@@ -41,7 +41,9 @@ HEADLESS_RUN = 3
 IDLE_ONLY = ("backward",)  # waits that say "waiting" only when the thread is not running
 WAIT_CONCLUSIONS = {
     "collective": "training-hang:collective-wait",
-    "cuda-sync": "training-hang:collective-wait",  # a rank in torch.cuda.synchronize waits on NCCL's kernel
+    # the host waits for the GPU: a kernel that never ends, most often NCCL's waiting for a peer (the
+    # live walk's stuck-in-gpu-kernel; its GPU utilisation confirms what a paste cannot show)
+    "cuda-sync": "training-hang:stuck-in-gpu-kernel",
     "gpu-kernel": "training-hang:stuck-in-gpu-kernel",  # a launch that blocks: a kernel never ends
     "rendezvous": "training-hang:waiting-in-rendezvous",
     "backward": "training-hang:collective-wait",  # idle in autograd: a DDP/ZeRO collective in a hook
