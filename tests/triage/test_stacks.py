@@ -124,7 +124,8 @@ def test_frames_pasted_without_their_header_are_read_as_one_thread() -> None:
     """lightning#18857: a py-spy excerpt that starts at its innermost frame, torch.cuda.synchronize."""
     result = corpus("lightning/18857-nemo-hang-cuda-synchronize-pyspy.log")
     first = result.readings[0]
-    assert (first["facts"]["waits"], first["conclusion"]) == ("cuda-sync", "training-hang:stuck-in-gpu-kernel")
+    assert first["facts"]["waits"] == "cuda-sync"
+    assert first["conclusion"] == "training-hang:stuck-in-gpu-kernel"
 
 
 def test_idle_in_autograd_backward_waits_on_its_hooks_collectives() -> None:

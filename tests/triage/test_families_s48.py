@@ -1,0 +1,59 @@
+"""Message families of session 48 (the lead's). nccl-errors: NCCL's shared-memory transport refused
+by /dev/shm's permissions, not its size: `Call to shm_open failed : Permission denied` (include/shm.h
+before NCCL 2.12) and `Error while creating shared memory segment PATH (size N), error: Permission
+denied (13)` (misc/shmutils.cc since), read as shm-permission-denied even when the older size line
+follows; the same line with ENOSPC stays /dev/shm too small."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.triage.families import assert_first, assert_near_miss
+
+SHM_OLD = "node08:27106:27302 [0] include/shm.h:{line} NCCL WARN {text}"
+SHM_NEW = "3d3e22c3066f:168:168 [0] misc/shmutils.cc:113 NCCL WARN {text}"
+
+# (family, text, conclusion)
+CASES = [
+    ("shm-permission-denied",
+     SHM_OLD.format(line=27, text="Call to shm_open failed : Permission denied") + "\n"
+     "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+     + SHM_OLD.format(line=48,
+                      text="Error while creating shared memory segment nccl-shm-recv-0-3-0 (size 4460544)")
+     + "\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp:784, unhandled system error, NCCL version 2.7.8",
+     "nccl-errors:shm-permission-denied"),
+    ("shm-permission-denied",
+     SHM_NEW.format(text="Error while creating shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888), "
+                         "error: Permission denied (13)") + "\n"
+     "3d3e22c3066f:168:168 [0] NCCL INFO transport/shm.cc:114 -> 2\n"
+     "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:94, unhandled system error "
+     "(run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+     "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+     "nccl-errors:shm-permission-denied"),
+]
+
+
+@pytest.mark.parametrize(("family", "text", "conclusion"), CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_a_family_reads_to_its_conclusion(family: str, text: str, conclusion: str) -> None:
+    assert_first(text, family, conclusion)
+
+
+# (family, text, what must not come first, what must come first or None)
+NEAR_MISSES = [
+    # the same line with ENOSPC: the segment did not fit, a size problem
+    ("shm-permission-denied",
+     SHM_NEW.format(text="Error while creating shared memory segment /dev/shm/nccl-cjY8K5 (size 10617216), "
+                         "error: No space left on device (28)"),
+     "nccl-errors:shm-permission-denied", "nccl-errors:shm-too-small"),
+    # a permission error on another file is no /dev/shm mode
+    ("shm-permission-denied",
+     "PermissionError: [Errno 13] Permission denied: '/dev/shm/cache/tokenizer.json'",
+     "nccl-errors:shm-permission-denied", None),
+]
+
+
+@pytest.mark.parametrize(("family", "text", "not_first", "first"), NEAR_MISSES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(NEAR_MISSES)])
+def test_a_near_miss_reads_otherwise(family: str, text: str, not_first: str, first: str | None) -> None:
+    assert_near_miss(text, family, not_first, first)
