@@ -183,7 +183,9 @@
     this.frameRe = regex(data.errors.frame);
     this.logEndsRe = { finished: regex(data.logends.finished), rl: regex(data.logends.rl),
                        word: regex(data.logends.word), pointed: regex(data.logends.pointed),
-                       values: regex(data.logends.values) };
+                       values: regex(data.logends.values), ncclTests: regex(data.logends.nccl_tests),
+                       ncclTestsRow: regex(data.logends.nccl_tests_row),
+                       ncclTestsHost: regex(data.logends.nccl_tests_host, "g") };
     this.lineRank = regex(data.line_rank);
     this.identity = regex(data.spread.identity);
     this.facts = data.spread.facts.map(function (spec) { return { spec: spec, re: regex(spec.regex) }; });
@@ -1018,11 +1020,23 @@
     if (recent.filter(function (t) { return re.values.test(t); }).length >= rules.values_min) return [];
     var raw = lines.slice(-this.data.advice.tail_lines).map(function (l) { return l.raw; }); // scan.raw_tail
     var rl = tail.concat(raw).some(function (t) { return re.rl.test(t); });
-    var kind = rl ? "log-stops-rl" : "log-stops";
+    var kind = this.ncclTestsStalled(tail) ? "log-stops-nccl-tests" : rl ? "log-stops-rl" : "log-stops";
     var last = Array.from(tail[tail.length - 1].trim());
     last = last.length > rules.last_chars ? last.slice(0, rules.last_chars - 3).join("") + "..." : last.join("");
     return [{ reading: kind, conclusion: this.data.logends.conclusions[kind], guess: true, first: null,
               facts: { last: last } }];
+  };
+
+  // logends._nccl_tests_stalled: nccl-tests' output on at most one host, with no row of results yet
+  Engine.prototype.ncclTestsStalled = function (tail) {
+    var re = this.logEndsRe, hosts = Object.create(null);
+    if (!tail.some(function (t) { return re.ncclTests.test(t); })) return false;
+    if (tail.some(function (t) { return re.ncclTestsRow.test(t); })) return false;
+    tail.forEach(function (t) {
+      re.ncclTestsHost.lastIndex = 0;
+      for (var m = re.ncclTestsHost.exec(t); m; m = re.ncclTestsHost.exec(t)) hosts[m[1]] = true;
+    });
+    return Object.keys(hosts).length <= 1;
   };
 
   // topology.readings: a pasted P2P bandwidth test slower with P2P on, then a PCIe-only topology matrix

@@ -24,6 +24,34 @@ Collecting rollouts for step 1
 (LLMRayActor pid=1209, ip=10.0.0.7) INFO 03-27 00:06:23 [backends.py:132] Cache the graph of shape None
 (LLMRayActor pid=1211, ip=10.0.0.7) INFO 03-27 00:06:56 [backends.py:144] Compiling a graph for general shape
 """,
+    # nccl-tests on one node (two GPUs): the device list, the table's header, then nothing (its lines
+    # cut at 110 characters)
+    "nccl_tests_one_node_stops": """\
+# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#  Rank  0 Group  0 Pid  90210 on      gpu07 device  0 [0x1b] NVIDIA RTX A6000
+#  Rank  1 Group  0 Pid  90210 on      gpu07 device  1 [0x3d] NVIDIA RTX A6000
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw
+""",
+    # the same test across two nodes: the network is as likely as the PCIe path
+    "nccl_tests_two_nodes_stop": """\
+# Using devices
+#  Rank  0 Group  0 Pid  4111 on gpu07 device  0 [0x1b] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  5222 on gpu08 device  0 [0x1b] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw
+""",
+    # ... and one node that printed rows of results before it stopped: it finished collectives
+    "nccl_tests_rows_then_stop": """\
+# Using devices
+#  Rank  0 Group  0 Pid  90210 on gpu07 device  0 [0x1b] NVIDIA RTX A6000
+#  Rank  1 Group  0 Pid  90210 on gpu07 device  1 [0x3d] NVIDIA RTX A6000
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw
+           8             2     float     sum      -1    18.51    0.00    0.00      0    18.22    0.00
+          16             4     float     sum      -1    18.47    0.00    0.00      0    18.30    0.00
+""",
     # a run that says it finished: no stall to name
     "finished_run": """\
 INFO:root:epoch 3 done

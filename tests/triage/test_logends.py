@@ -39,6 +39,22 @@ def test_an_rl_actor_named_only_by_rays_prefix_makes_it_an_rl_stage() -> None:
     assert (result.matches[0].runbook, result.matches[0].conclusion) == ("rlhf-hang", "stage-unknown")
 
 
+def test_nccl_tests_on_one_node_that_stops_before_its_results_is_peer_traffic_redirected() -> None:
+    """NVIDIA/nccl#104 and #257 (ACS, the IOMMU): the device list and the header, then nothing."""
+    result = triage_text(LIBRARY, None, EXAMPLES["nccl_tests_one_node_stops"], "paste")
+    [reading] = result.readings
+    assert reading["reading"] == "log-stops-nccl-tests"
+    assert reading["conclusion"] == "nccl-errors:p2p-redirected"
+    assert (result.matches[0].runbook, result.matches[0].conclusion) == ("nccl-errors", "p2p-redirected")
+    assert "NCCL_P2P_DISABLE=1" in describe_reading(reading, "en")
+
+
+@pytest.mark.parametrize("name", ["nccl_tests_two_nodes_stop", "nccl_tests_rows_then_stop"])
+def test_nccl_tests_across_nodes_or_past_its_first_rows_is_a_plain_stall(name: str) -> None:
+    [reading] = triage_text(LIBRARY, None, EXAMPLES[name], "paste").readings
+    assert (reading["reading"], reading["conclusion"]) == ("log-stops", "training-hang:log-stalled")
+
+
 @pytest.mark.parametrize("text", [
     EXAMPLES["finished_run"],  # it says it finished
     "Traceback (most recent call last):\n  File \"train.py\", line 41, in <module>\n",  # cut in a traceback

@@ -71,6 +71,8 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
         "logends": {"rules": logends.RULES, "finished": _js(logends.FINISHED), "rl": _js(logends.RL),
                     "word": _js(logends.WORD),
                     "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
+                    "nccl_tests": _js(logends.NCCL_TESTS), "nccl_tests_row": _js(logends.NCCL_TESTS_ROW),
+                    "nccl_tests_host": _js(logends.NCCL_TESTS_HOST),
                     "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
         "topology": _topology(),
         "time": _js(sources.TIMESTAMP), "time_lookback": TIME_LOOKBACK,
