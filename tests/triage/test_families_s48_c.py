@@ -5,9 +5,10 @@ and Megatron's dist-checkpointing (megatron/core/dist_checkpointing/strategies/t
 tensorstore.py: `Global shape mismatch for loaded ({loaded}) and expected ({expected}) tensor for key {key}`).
 extension-errors: any other error that the CUDACHECK of vLLM's custom all-reduce reports
 (csrc/custom_all_reduce.cuh: printf("Failed: Cuda error %s:%d '%s'\\n", __FILE__, __LINE__,
-cudaGetErrorString(e)); builds of 2024 without `Cuda error `), also a line cut inside the file name: a
-knock-on, since a CUDA error surfaces at the next check and a cause named before it comes first. Messages of
-each family read to their conclusion, and near misses in similar words that must read otherwise."""
+cudaGetErrorString(e)); builds of 2024 without `Cuda error `) but `'out of memory'`, also a line cut inside
+the file name: a knock-on, since a CUDA error surfaces at the next check and a cause named before it comes
+first. Messages of each family read to their conclusion, and near misses in similar words that must read
+otherwise."""
 
 from __future__ import annotations
 
@@ -92,6 +93,12 @@ NEAR_MISSES = [
     ("vllm-custom-ar-cudacheck",
      "FAILED tests/distributed/test_custom_all_reduce.py::test_custom_allreduce[2-2-test_target0] - "
      "AssertionError: assert False",
+     "extension-errors:custom-allreduce-unsupported", None),
+    # the custom all-reduce's own out-of-memory is memory, not a platform it cannot run on
+    ("vllm-custom-ar-cudacheck",
+     "(VllmWorker rank=0 pid=4410) INFO 05-11 08:02:40 [custom_all_reduce.py:196] Registering 5307 "
+     "cuda graph addresses\n"
+     "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:475 'out of memory'",
      "extension-errors:custom-allreduce-unsupported", None),
     # an out-of-memory named before the custom all-reduce's check is the cause
     ("vllm-custom-ar-cudacheck",
