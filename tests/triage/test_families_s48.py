@@ -2,12 +2,15 @@
 by /dev/shm's permissions, not its size: `Call to shm_open failed : Permission denied` (include/shm.h
 before NCCL 2.12) and `Error while creating shared memory segment PATH (size N), error: Permission
 denied (13)` (misc/shmutils.cc since), read as shm-permission-denied even when the older size line
-follows; the same line with ENOSPC stays /dev/shm too small."""
+follows; the same line with ENOSPC stays /dev/shm too small. Stack dumps: a thread whose innermost
+frame is one of DeepSpeed ZeRO's gathers or reductions (runtime/zero/partition_parameters.py,
+stage_1_and_2.py) waits in that collective, as py-spy shows no frame for the C++ call below it."""
 
 from __future__ import annotations
 
 import pytest
 
+from runbook.checks.facts import stackframes
 from tests.triage.families import assert_first, assert_near_miss
 
 SHM_OLD = "node08:27106:27302 [0] include/shm.h:{line} NCCL WARN {text}"
@@ -57,3 +60,21 @@ NEAR_MISSES = [
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(NEAR_MISSES)])
 def test_a_near_miss_reads_otherwise(family: str, text: str, not_first: str, first: str | None) -> None:
     assert_near_miss(text, family, not_first, first)
+
+
+@pytest.mark.parametrize(("path", "func"), [
+    ("deepspeed/runtime/zero/partition_parameters.py", "_allgather_params"),
+    ("deepspeed/runtime/zero/partition_parameters.py", "_allgather_params_coalesced"),
+    ("deepspeed/runtime/zero/stage_1_and_2.py", "allreduce_bucket"),
+])
+def test_a_zero_gather_or_reduction_is_a_collective_wait(path: str, func: str) -> None:
+    frames = [{"filename": path, "name": func, "line": 1948},
+              {"filename": "deepspeed/utils/nvtx.py", "name": "wrapped_fn", "line": 15},
+              {"filename": "swift/utils/torch_utils.py", "name": "get_n_params_grads", "line": 45}]
+    assert stackframes.classify(frames) == ("collective", func)
+
+
+def test_another_zero_function_is_not_a_collective() -> None:
+    frames = [{"filename": "deepspeed/runtime/zero/partition_parameters.py",
+               "name": "_convert_to_deepspeed_param"}]
+    assert stackframes.classify(frames) == ("running", None)

@@ -30,6 +30,11 @@ RULES: list[dict[str, Any]] = [
     {"waits": "collective", "op": "{func}", "funcs": COLLECTIVE_OPS,
      "suffix": ("torch/distributed/distributed_c10d.py", "deepspeed/comm/comm.py",
                 "deepspeed/comm/torch.py")},
+    # DeepSpeed ZeRO's own gathers and reductions (runtime/zero/partition_parameters.py,
+    # stage_1_and_2.py): py-spy shows no frame below them while the collective's C++ call blocks
+    {"waits": "collective", "op": "{func}", "contains": ("deepspeed/runtime/zero/",),
+     "funcs": ("_allgather_params", "_allgather_params_coalesced", "_allgather_param", "all_gather_coalesced",
+               "allreduce_bucket", "average_tensor")},
     # a rank that never got past init_process_group: the store or the rendezvous waits for peers
     {"waits": "rendezvous", "op": "{func}", "contains": ("torch/distributed/",),
      "funcs": ("_create_c10d_store", "_env_rendezvous_handler", "_tcp_rendezvous_handler", "_create_store",
