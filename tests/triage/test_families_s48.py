@@ -4,7 +4,9 @@ before NCCL 2.12) and `Error while creating shared memory segment PATH (size N),
 denied (13)` (misc/shmutils.cc since), read as shm-permission-denied even when the older size line
 follows; the same line with ENOSPC stays /dev/shm too small. Stack dumps: a thread whose innermost
 frame is one of DeepSpeed ZeRO's gathers or reductions (runtime/zero/partition_parameters.py,
-stage_1_and_2.py) waits in that collective, as py-spy shows no frame for the C++ call below it."""
+stage_1_and_2.py) waits in that collective, as py-spy shows no frame for the C++ call below it.
+cuda-oom: PaddlePaddle's allocators' `Out of memory error on GPU N. Cannot allocate X memory on GPU N, [Y
+memory has been allocated and] available memory is only Z` (paddle/fluid/memory/allocation/)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,18 @@ CASES = [
                       text="Error while creating shared memory segment nccl-shm-recv-0-3-0 (size 4460544)")
      + "\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp:784, unhandled system error, NCCL version 2.7.8",
      "nccl-errors:shm-permission-denied"),
+    ("paddle-oom",
+     "ResourceExhaustedError: \n\nOut of memory error on GPU 3. Cannot allocate 1.250000GB memory on GPU 3, "
+     "38.992188GB memory has been allocated and available memory is only 512.375000MB.\n\n"
+     "Please check whether there is any other process using GPU 3.\n"
+     "1. If yes, please stop them, or start PaddlePaddle on another GPU.\n"
+     "2. If no, please decrease the batch size of your model.\n"
+     " (at /paddle/paddle/fluid/memory/allocation/cuda_allocator.cc:86)",
+     "cuda-oom:oom-batch-or-model"),
+    ("paddle-oom",  # Paddle 1.x: no allocated amount
+     "Out of memory error on GPU 0. Cannot allocate 768.000244MB memory on GPU 0, available memory is only "
+     "301.562500MB.",
+     "cuda-oom:oom-batch-or-model"),
     ("shm-permission-denied",
      SHM_NEW.format(text="Error while creating shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888), "
                          "error: Permission denied (13)") + "\n"
