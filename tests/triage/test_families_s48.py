@@ -92,3 +92,16 @@ def test_another_zero_function_is_not_a_collective() -> None:
     frames = [{"filename": "deepspeed/runtime/zero/partition_parameters.py",
                "name": "_convert_to_deepspeed_param"}]
     assert stackframes.classify(frames) == ("running", None)
+
+
+def test_time_per_step_is_read_as_the_step_time() -> None:
+    """CLIP4Clip's `Time/step: N` (main_task_retrieval.py's log line): one slow step in every four is
+    the loader falling behind (step-spikes), as for any other step-time format."""
+    from runbook.library.runbooks import load_library
+    from runbook.triage.result import triage_text
+
+    lines = [f"02/09/2022 12:{k:02d}:25 - INFO - Epoch: 1/30, Step: {k}/951, Lr: 0.0001, Loss: 3.25, "
+             f"Time/step: {44.2 if k % 4 == 0 else 4.5}" for k in range(1, 21)]
+    readings = triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
+    spikes = [r for r in readings if r["reading"] == "step-spikes"]
+    assert spikes and spikes[0]["conclusion"] == "slow-training:input-bound", readings

@@ -55,6 +55,9 @@ METRICS: list[dict[str, Any]] = [
      "pattern": _STEP_TIME + r"(?:\s*\(ms\)|_ms)\s*[:=]?\s*" + _SECONDS},
     {"metric": "step_time", "needle": "time",
      "pattern": _STEP_TIME + r"(?:\s*\(s\)|_s)?\s*[:=]\s*" + _SECONDS + r"s?\b"},
+    # `Time/step: 44.22` (CLIP4Clip and other loggers that print the time per step or per batch)
+    {"metric": "step_time", "needle": "time/",
+     "pattern": r"\b[Tt]ime/(?:step|iter|it|batch)\s*[:=]\s*" + _SECONDS + r"s?\b"},
     {"metric": "step_time", "needle": "s/it",
      "pattern": _SECONDS + r"\s?s/it\b"},
     {"metric": "step_time", "needle": "it/s", "invert": True,
