@@ -6,7 +6,9 @@ follows; the same line with ENOSPC stays /dev/shm too small. Stack dumps: a thre
 frame is one of DeepSpeed ZeRO's gathers or reductions (runtime/zero/partition_parameters.py,
 stage_1_and_2.py) waits in that collective, as py-spy shows no frame for the C++ call below it.
 cuda-oom: PaddlePaddle's allocators' `Out of memory error on GPU N. Cannot allocate X memory on GPU N, [Y
-memory has been allocated and] available memory is only Z` (paddle/fluid/memory/allocation/)."""
+memory has been allocated and] available memory is only Z` (paddle/fluid/memory/allocation/).
+ddp-errors: horovodrun's ssh check before launch (horovod/runner/launch.py, `ssh not successful for host
+HOST:`), and c10d's socket waits that used their whole timeout (c10d/socket.cpp waitForInput)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,15 @@ CASES = [
      "Out of memory error on GPU 0. Cannot allocate 768.000244MB memory on GPU 0, available memory is only "
      "301.562500MB.",
      "cuda-oom:oom-batch-or-model"),
+    ("horovod-ssh-check",
+     "Filtering local host names.\nRemote host found: node2 node3\nChecking ssh on all remote hosts.\n"
+     "ssh not successful for host node3:\nssh: connect to host node3 port 22: Connection timed out",
+     "ddp-errors:launcher-ssh-failed"),
+    ("c10d-wait-for-input",
+     "[rank3]:[W410 21:36:52.176066491 socket.cpp:460] [c10d] waitForInput: poll for socket "
+     "SocketImpl(fd=5, addr=[node2]:39284, remote=[node1]:29500) returned 0, likely a timeout\n"
+     "[rank3]:[W410 21:36:52.177160212 socket.cpp:485] [c10d] waitForInput: socket timed out after 300000ms",
+     "ddp-errors:rendezvous-incomplete"),
     ("shm-permission-denied",
      SHM_NEW.format(text="Error while creating shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888), "
                          "error: Permission denied (13)") + "\n"
@@ -63,6 +74,10 @@ NEAR_MISSES = [
      SHM_NEW.format(text="Error while creating shared memory segment /dev/shm/nccl-cjY8K5 (size 10617216), "
                          "error: No space left on device (28)"),
      "nccl-errors:shm-permission-denied", "nccl-errors:shm-too-small"),
+    # ssh's own refusal without horovod's check is no launcher's ssh check
+    ("horovod-ssh-check",
+     "ssh not successful: see the log\nroot@10.0.0.7: Permission denied (publickey,password).",
+     "ddp-errors:launcher-ssh-failed", None),
     # a permission error on another file is no /dev/shm mode
     ("shm-permission-denied",
      "PermissionError: [Errno 13] Permission denied: '/dev/shm/cache/tokenizer.json'",
