@@ -8,7 +8,9 @@ stage_1_and_2.py) waits in that collective, as py-spy shows no frame for the C++
 cuda-oom: PaddlePaddle's allocators' `Out of memory error on GPU N. Cannot allocate X memory on GPU N, [Y
 memory has been allocated and] available memory is only Z` (paddle/fluid/memory/allocation/).
 ddp-errors: horovodrun's ssh check before launch (horovod/runner/launch.py, `ssh not successful for host
-HOST:`), and c10d's socket waits that used their whole timeout (c10d/socket.cpp waitForInput)."""
+HOST:`), and c10d's socket waits that used their whole timeout (c10d/socket.cpp waitForInput).
+ray-startup: gRPC's `failed to connect to all addresses; last error: ...: Too many open files` in Ray's RPC
+errors is the open-files limit, before Ray not answering."""
 
 from __future__ import annotations
 
@@ -50,6 +52,11 @@ CASES = [
      "SocketImpl(fd=5, addr=[node2]:39284, remote=[node1]:29500) returned 0, likely a timeout\n"
      "[rank3]:[W410 21:36:52.177160212 socket.cpp:485] [c10d] waitForInput: socket timed out after 300000ms",
      "ddp-errors:rendezvous-incomplete"),
+    ("grpc-emfile",
+     "(raylet) [2025-08-25 22:33:45,833 E 4164820 4164820] (raylet) worker_pool.cc:1239: Failed to send exit "
+     "request: RpcError: RPC Error message: failed to connect to all addresses; last error: UNKNOWN: "
+     "ipv4:10.0.0.4:41233: Too many open files; RPC Error details:",
+     "ray-startup:open-files-limit"),
     ("shm-permission-denied",
      SHM_NEW.format(text="Error while creating shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888), "
                          "error: Permission denied (13)") + "\n"
@@ -78,6 +85,12 @@ NEAR_MISSES = [
     ("horovod-ssh-check",
      "ssh not successful: see the log\nroot@10.0.0.7: Permission denied (publickey,password).",
      "ddp-errors:launcher-ssh-failed", None),
+    # the same gRPC failure for a peer that is gone is no descriptor limit
+    ("grpc-emfile",
+     "(raylet) worker_pool.cc:1239: Failed to send exit request: RpcError: RPC Error message: failed to "
+     "connect to all addresses; last error: UNKNOWN: ipv4:10.0.0.4:41233: Failed to connect to remote host: "
+     "Connection refused",
+     "ray-startup:open-files-limit", "ray-hang:ray-unresponsive"),
     # a permission error on another file is no /dev/shm mode
     ("shm-permission-denied",
      "PermissionError: [Errno 13] Permission denied: '/dev/shm/cache/tokenizer.json'",
