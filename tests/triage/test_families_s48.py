@@ -8,7 +8,8 @@ stage_1_and_2.py) waits in that collective, as py-spy shows no frame for the C++
 cuda-oom: PaddlePaddle's allocators' `Out of memory error on GPU N. Cannot allocate X memory on GPU N, [Y
 memory has been allocated and] available memory is only Z` (paddle/fluid/memory/allocation/).
 ddp-errors: horovodrun's ssh check before launch (horovod/runner/launch.py, `ssh not successful for host
-HOST:`), and c10d's socket waits that used their whole timeout (c10d/socket.cpp waitForInput).
+HOST:`), c10d's socket waits that used their whole timeout (c10d/socket.cpp waitForInput), and tvm_ffi's
+SIGSEGV banner (tvm_ffi/src/ffi/backtrace.cc), FlashInfer's runtime in vLLM and SGLang.
 ray-startup: gRPC's `failed to connect to all addresses; last error: ...: Too many open files` in Ray's RPC
 errors is the open-files limit, before Ray not answering."""
 
@@ -52,6 +53,13 @@ CASES = [
      "SocketImpl(fd=5, addr=[node2]:39284, remote=[node1]:29500) returned 0, likely a timeout\n"
      "[rank3]:[W410 21:36:52.177160212 socket.cpp:485] [c10d] waitForInput: socket timed out after 300000ms",
      "ddp-errors:rendezvous-incomplete"),
+    ("tvm-ffi-segfault",
+     "INFO 10-04 08:58:40 [model.py:699] Resolved architecture: Qwen2ForCausalLM\n"
+     "!!!!!!! Segfault encountered !!!!!!!\n"
+     "  File \"<unknown>\", line 0, in gsignal\n"
+     "  File \"<unknown>\", line 0, in ucs_topo_cleanup\n"
+     "  File \"<unknown>\", line 0, in ucs_init",
+     "ddp-errors:rank-native-crash"),
     ("grpc-emfile",
      "(raylet) [2025-08-25 22:33:45,833 E 4164820 4164820] (raylet) worker_pool.cc:1239: Failed to send exit "
      "request: RpcError: RPC Error message: failed to connect to all addresses; last error: UNKNOWN: "
