@@ -829,9 +829,11 @@
     return out;
   };
 
-  Engine.prototype.spikes = function (points, who, rules) {
+  Engine.prototype.spikes = function (everyStep, who, rules) {
+    var points = everyStep.slice(rules.spike_warmup);
     if (points.length < rules.spike_min_points) return null;
-    var typical = median(points.map(function (p) { return p.value; }));
+    var sorted = points.map(function (p) { return p.value; }).sort(function (a, b) { return a - b; });
+    var typical = sorted[Math.floor((points.length - 1) / 4)]; // the lower quartile
     if (typical <= 0) return null;
     var at = [];
     points.forEach(function (p, i) { if (p.value >= rules.spike_ratio * typical) at.push(i); });
@@ -845,9 +847,11 @@
     var every = gaps[0];
     gaps.forEach(function (gap) { if (counts[gap] > counts[every]) every = gap; });
     if (every < 2 || counts[every] < rules.spike_regular_share * (at.length - 1)) return null;
+    var others = points.filter(function (p, i) { return at.indexOf(i) < 0; })
+      .map(function (p) { return p.value; });
     return { first: points[at[0]].where, facts: { who: who, every: every,
-      spike: round4(median(at.map(function (i) { return points[i].value; }))), median: round4(typical),
-      count: at.length, points: points.length } };
+      spike: round4(median(at.map(function (i) { return points[i].value; }))), median: round4(median(others)),
+      count: at.length, points: everyStep.length } };
   };
 
   Engine.prototype.slowRank = function (values, metric, slowerIs, rules) {

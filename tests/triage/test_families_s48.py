@@ -141,3 +141,29 @@ def test_time_per_step_is_read_as_the_step_time() -> None:
     readings = triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
     spikes = [r for r in readings if r["reading"] == "step-spikes"]
     assert spikes and spikes[0]["conclusion"] == "slow-training:input-bound", readings
+
+
+def test_every_other_step_slow_is_the_input_pipeline() -> None:
+    """clip4clip#58's shape: after two warm-up steps, one step in two takes ten times the other; half
+    the steps are slow, so the spike is measured against the fast steps (the lower quartile)."""
+    from runbook.library.runbooks import load_library
+    from runbook.triage.readings.series import describe_reading
+    from runbook.triage.result import triage_text
+
+    times = [1466.6, 67.3] + [44.0 if k % 2 == 0 else 4.2 for k in range(10)]
+    lines = [f"step {k + 1} | loss 3.25 | Time/step: {t}" for k, t in enumerate(times)]
+    [reading] = [r for r in triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
+                 if r["reading"] == "step-spikes"]
+    facts = reading["facts"]
+    assert (facts["every"], facts["spike"], facts["median"]) == (2, 44.0, 4.2)
+    assert "against a median of 4.2 s for the others (5 of 12 steps)" in describe_reading(reading)
+
+
+def test_steps_that_slow_down_for_good_are_no_periodic_stall() -> None:
+    from runbook.library.runbooks import load_library
+    from runbook.triage.result import triage_text
+
+    times = [1.0] * 6 + [3.0] * 6  # a run that became slower once (another job arrived), not every k-th step
+    lines = [f"step {k + 1} | loss 3.25 | Time/step: {t}" for k, t in enumerate(times)]
+    readings = triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
+    assert not [r for r in readings if r["reading"] == "step-spikes"], readings

@@ -91,10 +91,13 @@ RULES: dict[str, float] = {
     "climb_ratio": 1.5,  # last quarter's mean against the first quarter's: the loss climbs
     "climb_over_min": 2.0,  # ... and against its lowest value
     "lr_min_points": 8,  # learning rates printed before "it never moves" is said
-    "spike_min_points": 12,  # step times before periodic spikes are looked for
-    "spike_ratio": 2.5,  # a spike: at least this many times the median step
+    "spike_warmup": 2,  # first step times left out: compilation, caches and the first batch
+    "spike_min_points": 8,  # step times after the warm-up before periodic spikes are looked for
+    # a spike: at least this many times the lower quartile of the steps (the fast steps' time even
+    # when every other step is slow, as with too few loader workers)
+    "spike_ratio": 2.5,
     "spike_min": 3,  # spikes needed
-    "spike_max_share": 0.4,  # more spikes than this share is not a spike pattern
+    "spike_max_share": 0.5,  # more spikes than this share is not a spike pattern (every 2nd: half)
     "spike_regular_share": 0.6,  # of the gaps between spikes, this share has the same length
     "slow_min_points": 3,  # values per rank before ranks are compared
     "slow_ratio": 1.25,  # the slowest rank's median step time against the others' median
@@ -173,10 +176,10 @@ TEXTS: dict[str, dict[str, str]] = {
               "schedule ({schedule})",
         "zh": "日志设置了调度（{schedule}），但学习率{who}在全部 {count} 个值中都是 {value}"},
     "step-spikes": {
-        "en": "one step in every {every}{who} takes {spike} s against a median of {median} s ({count} "
-              "of {points} steps): the input pipeline does not keep up",
-        "zh": "每隔 {every} 步{who}有一步耗时 {spike} 秒，中位数为 {median} 秒（{points} 步中 {count} 步）："
-              "数据管道跟不上"},
+        "en": "one step in every {every}{who} takes {spike} s against a median of {median} s for the "
+              "others ({count} of {points} steps): the input pipeline does not keep up",
+        "zh": "每隔 {every} 步{who}有一步耗时 {spike} 秒，其余步的中位数为 {median} 秒"
+              "（{points} 步中 {count} 步）：数据管道跟不上"},
     "slow-rank": {
         "en": "{slow} is slower than the others: its {metric} is {value} against {others} on the "
               "other {peers} ({ratio}×)",
@@ -433,10 +436,11 @@ def _rss(points: list[Point], who: str) -> list[dict[str, Any]]:
                      end=_round(points[-1].value), count=len(points))]
 
 
-def _spikes(points: list[Point], who: str) -> list[dict[str, Any]]:
+def _spikes(every_step: list[Point], who: str) -> list[dict[str, Any]]:
+    points = every_step[int(RULES["spike_warmup"]):]
     if len(points) < RULES["spike_min_points"]:
         return []
-    typical = median(p.value for p in points)
+    typical = sorted(p.value for p in points)[(len(points) - 1) // 4]  # the lower quartile
     if typical <= 0:
         return []
     at = [i for i, p in enumerate(points) if p.value >= RULES["spike_ratio"] * typical]
@@ -447,8 +451,10 @@ def _spikes(points: list[Point], who: str) -> list[dict[str, Any]]:
     if every < 2 or times < RULES["spike_regular_share"] * (len(at) - 1):
         return []
     spike = median(points[i].value for i in at)
+    spiked = set(at)
+    others = median(p.value for i, p in enumerate(points) if i not in spiked)
     return [_reading("step-spikes", points[at[0]].where, who=who, every=every, spike=_round(spike),
-                     median=_round(typical), count=len(at), points=len(points))]
+                     median=_round(others), count=len(at), points=len(every_step))]
 
 
 def _kv_stuck(values: dict[tuple[str, str], list[Point]]) -> list[dict[str, Any]]:
