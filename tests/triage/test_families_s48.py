@@ -11,7 +11,9 @@ ddp-errors: horovodrun's ssh check before launch (horovod/runner/launch.py, `ssh
 HOST:`), c10d's socket waits that used their whole timeout (c10d/socket.cpp waitForInput), and tvm_ffi's
 SIGSEGV banner (tvm_ffi/src/ffi/backtrace.cc), FlashInfer's runtime in vLLM and SGLang.
 ray-startup: gRPC's `failed to connect to all addresses; last error: ...: Too many open files` in Ray's RPC
-errors is the open-files limit, before Ray not answering."""
+errors is the open-files limit, before Ray not answering. nccl-errors: NVLS's `Cuda failure 999 'unknown
+error'` (transport/nvls.cc) is the fabric manager; a socket connect to 127.x (socketStartConnect) is the
+wrong interface. cuda-oom: torch_memory_saver's `CUresult error result=2` (cuMemCreate's OOM)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,23 @@ CASES = [
      "  File \"<unknown>\", line 0, in ucs_topo_cleanup\n"
      "  File \"<unknown>\", line 0, in ucs_init",
      "ddp-errors:rank-native-crash"),
+    ("nvls-999",
+     "gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error'\n"
+     "gpu47:4962:5097 [1] NCCL INFO transport/nvls.cc:350 -> 1",
+     "nccl-errors:nvls-fabric-manager"),
+    ("socket-loopback",
+     "node2:812:1043 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 127.0.0.1<45069> "
+     "failed : Software caused connection abort\n"
+     "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system error "
+     "(run with NCCL_DEBUG=INFO for details), NCCL version 2.18.5",
+     "nccl-errors:socket-ifname-wrong"),
+    ("memory-saver-oom",
+     "(WorkerDict pid=60511) [torch_memory_saver.cpp] CUresult error  result=2 "
+     "file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103\n"
+     "(WorkerDict pid=60510) [rank3]:[E509 17:37:47.665 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=1420, OpType=COALESCED, NumelIn=4866, NumelOut=77856, "
+     "Timeout(ms)=1800000) ran for 1800085 milliseconds before timing out.",
+     "cuda-oom:oom-batch-or-model"),
     ("grpc-emfile",
      "(raylet) [2025-08-25 22:33:45,833 E 4164820 4164820] (raylet) worker_pool.cc:1239: Failed to send exit "
      "request: RpcError: RPC Error message: failed to connect to all addresses; last error: UNKNOWN: "
@@ -99,6 +118,11 @@ NEAR_MISSES = [
      "connect to all addresses; last error: UNKNOWN: ipv4:10.0.0.4:41233: Failed to connect to remote host: "
      "Connection refused",
      "ray-startup:open-files-limit", "ray-hang:ray-unresponsive"),
+    # torch_memory_saver's other CUresults are no OOM (1: invalid value)
+    ("memory-saver-oom",
+     "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp "
+     "func=cu_mem_map line=121",
+     "cuda-oom:oom-batch-or-model", None),
     # a permission error on another file is no /dev/shm mode
     ("shm-permission-denied",
      "PermissionError: [Errno 13] Permission denied: '/dev/shm/cache/tokenizer.json'",
