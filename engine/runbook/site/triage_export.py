@@ -68,12 +68,7 @@ def triage_data(runbooks: list[Runbook], articles: list[Article] | None = None) 
                       "cri_partial": _js(lognorm.CRI_PARTIAL), "entity": _js(lognorm.ENTITY),
                       "entities": lognorm.ENTITIES},
         "errors": _errors(),
-        "logends": {"rules": logends.RULES, "finished": _js(logends.FINISHED), "rl": _js(logends.RL),
-                    "word": _js(logends.WORD),
-                    "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
-                    "nccl_tests": _js(logends.NCCL_TESTS), "nccl_tests_row": _js(logends.NCCL_TESTS_ROW),
-                    "nccl_tests_host": _js(logends.NCCL_TESTS_HOST),
-                    "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS},
+        "logends": _logends(),
         "topology": _topology(),
         "time": _js(sources.TIMESTAMP), "time_lookback": TIME_LOOKBACK,
         "line_rank": _js(sources.LINE_RANK),
@@ -242,6 +237,15 @@ def _prefix() -> dict[str, str]:
     if not source.startswith(r"\A"):
         raise ValueError(f"lognorm.PREFIX no longer starts with \\A: {source[:40]!r}")
     return {"source": "^" + source[2:], "flags": ""}
+
+
+def _logends() -> dict[str, Any]:
+    """logends.py's rules and regexes: a paste of ordinary output that just stops."""
+    return {"rules": logends.RULES, "finished": _js(logends.FINISHED), "rl": _js(logends.RL),
+            "word": _js(logends.WORD), "pointed": _js(logends.POINTED), "values": _js(logends.VALUES),
+            "nccl_tests": _js(logends.NCCL_TESTS), "nccl_tests_row": _js(logends.NCCL_TESTS_ROW),
+            "nccl_tests_host": _js(logends.NCCL_TESTS_HOST),
+            "conclusions": logends.CONCLUSIONS, "texts": logends.TEXTS}
 
 
 def _js(regex: re.Pattern[str]) -> dict[str, str]:
