@@ -13,12 +13,12 @@ CASES = [
     # NCCL's shared memory: shm_open refused (EACCES) is the segment's permissions, not its size
     ("https://github.com/pytorch/pytorch/issues/37004",
      "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied",
-     "nccl-errors:system-error-unexplained"),
+     "nccl-errors:shm-permission-denied"),
     # ... the same in the newer shmutils.cc's words (its `fail:` label prints the errno)
     ("nccl src/misc/shmutils.cc",
      "host1:2201:2290 [3] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-Ab12Cd "
      "(size 9637888), error: Permission denied (13)",
-     "nccl-errors:system-error-unexplained"),
+     "nccl-errors:shm-permission-denied"),
     # torch's own library misses an NCCL symbol: the libnccl loaded is not the one torch was built for
     ("https://github.com/rwth-i6/returnn/issues/1802",
      "ImportError: /home/runner/.local/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: "
