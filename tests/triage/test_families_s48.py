@@ -20,7 +20,9 @@ from __future__ import annotations
 import pytest
 
 from runbook.checks.facts import stackframes
-from tests.triage.families import assert_first, assert_near_miss
+from runbook.triage.readings.series import describe_reading
+from runbook.triage.result import triage_text
+from tests.triage.families import assert_first, assert_near_miss, library
 
 SHM_OLD = "node08:27106:27302 [0] include/shm.h:{line} NCCL WARN {text}"
 SHM_NEW = "3d3e22c3066f:168:168 [0] misc/shmutils.cc:113 NCCL WARN {text}"
@@ -152,40 +154,33 @@ def test_another_zero_function_is_not_a_collective() -> None:
     assert stackframes.classify(frames) == ("running", None)
 
 
+def step_spikes(lines: list[str]) -> list[dict]:
+    """The step-spikes readings of the lines pasted as one excerpt."""
+    readings = triage_text(library(), None, "\n".join(lines) + "\n", "paste").readings
+    return [r for r in readings if r["reading"] == "step-spikes"]
+
+
 def test_time_per_step_is_read_as_the_step_time() -> None:
     """CLIP4Clip's `Time/step: N` (main_task_retrieval.py's log line): one slow step in every four is
     the loader falling behind (step-spikes), as for any other step-time format."""
-    from runbook.library.runbooks import load_library
-    from runbook.triage.result import triage_text
-
     lines = [f"02/09/2022 12:{k:02d}:25 - INFO - Epoch: 1/30, Step: {k}/951, Lr: 0.0001, Loss: 3.25, "
              f"Time/step: {44.2 if k % 4 == 0 else 4.5}" for k in range(1, 21)]
-    readings = triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
-    spikes = [r for r in readings if r["reading"] == "step-spikes"]
-    assert spikes and spikes[0]["conclusion"] == "slow-training:input-bound", readings
+    spikes = step_spikes(lines)
+    assert spikes and spikes[0]["conclusion"] == "slow-training:input-bound", spikes
 
 
 def test_every_other_step_slow_is_the_input_pipeline() -> None:
     """clip4clip#58's shape: after two warm-up steps, one step in two takes ten times the other; half
     the steps are slow, so the spike is measured against the fast steps (the lower quartile)."""
-    from runbook.library.runbooks import load_library
-    from runbook.triage.readings.series import describe_reading
-    from runbook.triage.result import triage_text
-
     times = [1466.6, 67.3] + [44.0 if k % 2 == 0 else 4.2 for k in range(10)]
     lines = [f"step {k + 1} | loss 3.25 | Time/step: {t}" for k, t in enumerate(times)]
-    [reading] = [r for r in triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
-                 if r["reading"] == "step-spikes"]
+    [reading] = step_spikes(lines)
     facts = reading["facts"]
     assert (facts["every"], facts["spike"], facts["median"]) == (2, 44.0, 4.2)
     assert "against a median of 4.2 s for the others (5 of 12 steps)" in describe_reading(reading)
 
 
 def test_steps_that_slow_down_for_good_are_no_periodic_stall() -> None:
-    from runbook.library.runbooks import load_library
-    from runbook.triage.result import triage_text
-
     times = [1.0] * 6 + [3.0] * 6  # a run that became slower once (another job arrived), not every k-th step
     lines = [f"step {k + 1} | loss 3.25 | Time/step: {t}" for k, t in enumerate(times)]
-    readings = triage_text(load_library(), None, "\n".join(lines) + "\n", "paste").readings
-    assert not [r for r in readings if r["reading"] == "step-spikes"], readings
+    assert step_spikes(lines) == []
